@@ -1,0 +1,6 @@
+"""``python -m labkit`` = the ``labkit`` console script."""
+import sys
+
+from labkit.cli import main
+
+sys.exit(main())

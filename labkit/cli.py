@@ -1,0 +1,45 @@
+"""The ``labkit`` console script: doctor | bench | release | grade."""
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: labkit <command> [options]
+
+commands:
+  doctor              check this machine and install for the labs (CPU, ISA, caches, versions)
+  bench <lab|all>     run a lab's benchmark and print its table (labs: alignment, bspline, pcc, epistasis)
+  release [--check]   generate notebooks/ from solutions/ (--check: exit 1 if out of date)
+  grade DIR --out F   grade a folder of student notebooks into CSV/JSON
+
+`labkit <command> --help` for a command's options."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``labkit <command>`` to the module that implements it."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd in ("-V", "--version", "version"):
+        from labkit import __version__
+        print(f"labkit {__version__}")
+        return 0
+    if cmd == "doctor":
+        from labkit.hardware import doctor
+        return int(doctor(rest) or 0)
+    if cmd == "bench":
+        from labkit.bench import main as bench_main
+        return int(bench_main(rest) or 0)
+    if cmd == "release":
+        from labkit.release import main as release_main
+        return int(release_main(rest) or 0)
+    if cmd == "grade":
+        from labkit.grade import main as grade_main
+        return int(grade_main(rest) or 0)
+    print(f"labkit: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

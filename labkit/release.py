@@ -1,0 +1,173 @@
+"""solutions/ → notebooks/: strip marked solutions, clear outputs, keep nbgrader metadata.
+
+Markers follow nbgrader: inside a solution cell, the lines between ``### BEGIN SOLUTION`` and
+``### END SOLUTION`` are replaced, at the same indentation, by ``# YOUR CODE HERE`` and a
+``raise NotImplementedError("<hint>")``. The hint is taken from the ``# Hint: …`` comment lines
+directly above the BEGIN marker (they stay in the stub). In markdown cells the region becomes
+"YOUR ANSWER HERE". Nested or unterminated markers are hard errors.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+
+BEGIN = "### BEGIN SOLUTION"
+END = "### END SOLUTION"
+GENERATED_NOTE = ("*Student copy generated from `solutions/{name}` by `labkit release` "
+                  "(`make notebooks`); edit the solution, not this file.*")
+
+__all__ = ["ReleaseError", "strip_source", "release_notebook", "release", "main", "ROOT"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ReleaseError(ValueError):
+    """A solution notebook whose markers or metadata cannot be released."""
+
+
+def _hint_above(lines: list[str], i: int) -> str:
+    hints = []
+    j = i - 1
+    while j >= 0 and lines[j].strip().lower().startswith("# hint:"):
+        hints.append(lines[j].strip()[len("# hint:"):].strip())
+        j -= 1
+    return " ".join(reversed(hints))
+
+
+def strip_source(source: str, *, cell_type: str = "code", where: str = "",
+                 grade_id: str = "") -> str:
+    """Replace every marked solution region in one cell's source by a stub."""
+    lines = source.split("\n")
+    out: list[str] = []
+    inside = False
+    begin_line = 0
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s.startswith(BEGIN):
+            if inside:
+                raise ReleaseError(f"{where}: nested '{BEGIN}' at line {i + 1} "
+                                   f"(previous one at line {begin_line + 1})")
+            inside, begin_line = True, i
+            indent = line[: len(line) - len(line.lstrip())]
+            if cell_type == "code":
+                hint = _hint_above(lines, i)
+                if not hint:
+                    what = f"exercise {grade_id}" if grade_id else "this exercise"
+                    hint = f"{what}: replace this line with your code"
+                out.append(f"{indent}# YOUR CODE HERE")
+                out.append(f"{indent}raise NotImplementedError({hint!r})")
+            else:
+                out.append("YOUR ANSWER HERE")
+        elif s.startswith(END):
+            if not inside:
+                raise ReleaseError(f"{where}: '{END}' at line {i + 1} without a BEGIN")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ReleaseError(f"{where}: '{BEGIN}' at line {begin_line + 1} is never closed")
+    return "\n".join(out)
+
+
+def release_notebook(nb, name: str = "notebook.ipynb"):
+    """Return the student copy of solution notebook ``nb`` (a new object)."""
+    nb = copy.deepcopy(nb)
+    seen_ids: set[str] = set()
+    for idx, cell in enumerate(nb.cells):
+        where = f"{name} cell {idx}"
+        meta = cell.setdefault("metadata", {})
+        nbg = meta.get("nbgrader")
+        gid = (nbg or {}).get("grade_id", "")
+        if gid:
+            if gid in seen_ids:
+                raise ReleaseError(f"{where}: duplicate grade_id {gid!r}")
+            seen_ids.add(gid)
+        has_marker = BEGIN in cell.source or END in cell.source
+        if has_marker:
+            if not (nbg and nbg.get("solution")):
+                raise ReleaseError(f"{where}: solution markers in a cell without "
+                                   "nbgrader metadata {'solution': true, 'grade_id': …}")
+            cell.source = strip_source(cell.source, cell_type=cell.cell_type, where=where,
+                                       grade_id=gid)
+        if nbg and nbg.get("grade") and not nbg.get("solution"):
+            nbg["locked"] = True
+            meta["deletable"] = False
+            meta["editable"] = False
+        for volatile in ("execution", "collapsed", "scrolled"):
+            meta.pop(volatile, None)
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata.pop("widgets", None)
+    nb.metadata["labkit"] = {"generated_from": f"solutions/{name}", "command": "labkit release"}
+    note = GENERATED_NOTE.format(name=name)
+    first = nb.cells[0] if nb.cells else None
+    if first is not None and first.cell_type == "markdown" and note not in first.source:
+        first.source = note + "\n\n" + first.source
+    return nb
+
+
+def _dumps(nb) -> str:
+    text = nbformat.writes(nb, version=4)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def release(src: str | Path = None, dst: str | Path = None, *, check: bool = False,
+            names: list[str] | None = None) -> list[str]:
+    """Write the student copies of ``src/*.ipynb`` into ``dst``; return the names that changed
+    (with ``check=True`` nothing is written: the list says what is out of date)."""
+    src = Path(src) if src is not None else ROOT / "solutions"
+    dst = Path(dst) if dst is not None else ROOT / "notebooks"
+    if not src.is_dir():
+        raise FileNotFoundError(f"no solutions folder at {src}")
+    changed = []
+    sources = sorted(p for p in src.glob("*.ipynb") if names is None or p.name in names)
+    for path in sources:
+        nb = nbformat.read(path, as_version=4)
+        text = _dumps(release_notebook(nb, path.name))
+        target = dst / path.name
+        old = target.read_text(encoding="utf-8") if target.exists() else None
+        if old != text:
+            changed.append(path.name)
+            if not check:
+                dst.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+    if names is None and dst.is_dir():
+        wanted = {p.name for p in sources}
+        for extra in sorted(dst.glob("*.ipynb")):
+            if extra.name not in wanted:
+                changed.append(extra.name + " (no solution: remove it)")
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: ``labkit release [--check] [--src DIR] [--dst DIR]``."""
+    p = argparse.ArgumentParser(prog="labkit release",
+                                description="Generate student notebooks from solutions/.")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 if notebooks/ is out of date")
+    p.add_argument("--src", default=None, help="solutions folder (default: solutions/)")
+    p.add_argument("--dst", default=None, help="student folder (default: notebooks/)")
+    a = p.parse_args(argv)
+    try:
+        changed = release(a.src, a.dst, check=a.check)
+    except (ReleaseError, FileNotFoundError, json.JSONDecodeError) as e:
+        print(f"labkit release: {e}", file=sys.stderr)
+        return 2
+    if a.check:
+        if changed:
+            print("notebooks/ is out of date with solutions/ for: " + ", ".join(changed))
+            print("fix: run `make notebooks` (or `labkit release`) and commit notebooks/")
+            return 1
+        print("notebooks/ is in sync with solutions/")
+        return 0
+    for name in changed:
+        print(f"wrote notebooks/{name}" if "(" not in name else name)
+    if not changed:
+        print("notebooks/ already up to date")
+    return 0
