@@ -1,0 +1,11 @@
+"""Tiny parallel numba kernel used by `labkit doctor` as a smoke test (own module so cache=True works)."""
+from numba import njit, prange
+
+
+@njit(parallel=True, cache=True)
+def parallel_sum(x):
+    """Sum of a 1-D array with prange."""
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += x[i]
+    return s

@@ -1,0 +1,447 @@
+"""What machine are we on: CPU name, cores, caches, ISA features, toolchain versions; `labkit doctor`.
+
+>>> from labkit import hardware
+>>> hardware.info().l2              # bytes per core
+>>> hardware.has("avx512_vpopcntdq")
+>>> print(hardware.summary())       # one line for benchmark reports
+"""
+from __future__ import annotations
+
+import functools
+import html
+import os
+import platform
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+__all__ = ["HardwareInfo", "info", "has", "summary", "doctor", "FEATURES", "MEANING", "main"]
+
+# ISA features that matter for the labs, in the spelling of /proc/cpuinfo.
+FEATURES = ("sse4_2", "popcnt", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
+            "avx512_vpopcntdq")
+
+# One line per feature: what it means for the labs.
+MEANING = {
+    "sse4_2": "128-bit SSE4.2 (xmm): the x86-64 baseline; lab 01 lanes ×8 int16 without AVX",
+    "popcnt": "scalar popcnt: lab 04 counts bits one 64-bit word per instruction",
+    "avx": "256-bit float vectors (ymm): lab 02/03 evaluate 4 doubles per instruction",
+    "avx2": "256-bit integer vectors: lab 01 lanes ×16 int16",
+    "fma": "fused multiply-add: lab 02/03 do a*b+c in one instruction (with fastmath=True)",
+    "avx512f": "512-bit registers (zmm): lab 02/03 run 8 doubles per instruction",
+    "avx512bw": "512-bit byte/word ops: lab 01 lanes ×32 int16",
+    "avx512vl": "AVX-512 masking/ops on xmm/ymm too: LLVM may prefer 256-bit AVX-512 code",
+    "avx512_vpopcntdq": "lab 04: popcount runs as vpopcntq on 512-bit registers",
+}
+
+# /proc/cpuinfo spelling -> LLVM (llvmlite host features) spelling
+_LLVM_NAMES = {
+    "sse4_2": "sse4.2", "sse4_1": "sse4.1", "avx512_vpopcntdq": "avx512vpopcntdq",
+    "avx512_bitalg": "avx512bitalg", "avx512_vbmi2": "avx512vbmi2", "avx512_vnni": "avx512vnni",
+    "avx512_bf16": "avx512bf16", "pclmulqdq": "pclmul", "lahf_lm": "sahf", "abm": "lzcnt",
+}
+_ALIASES = {"sse4.2": "sse4_2", "sse42": "sse4_2", "avx512vpopcntdq": "avx512_vpopcntdq",
+            "vpopcntdq": "avx512_vpopcntdq", "avx512": "avx512f", "avx-512": "avx512f"}
+
+
+@dataclass
+class HardwareInfo:
+    """Machine description: CPU, cores, caches (bytes), ISA features, versions; dict-like."""
+
+    cpu: str
+    machine: str
+    logical_cores: int
+    physical_cores: int
+    l1d: int | None
+    l2: int | None
+    l3: int | None
+    features: dict = field(default_factory=dict)
+    flags: frozenset = field(default_factory=frozenset, repr=False)
+    python: str = ""
+    numpy: str = ""
+    numba: str = ""
+    llvmlite: str = ""
+    numba_cpu: str = ""
+    numba_cpu_env: str | None = None
+    numba_threads: int = 1
+
+    # -- dict-like access
+    def __getitem__(self, key: str) -> Any:
+        """Field by name, e.g. info()['l2']."""
+        if key not in self.keys():
+            raise KeyError(f"{key!r}; known keys: {', '.join(self.keys())}")
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        """True if key names a field."""
+        return key in self.keys()
+
+    def keys(self) -> list[str]:
+        """Field names."""
+        return [k for k in self.__dataclass_fields__ if k != "flags"]
+
+    def items(self):
+        """(name, value) pairs."""
+        return [(k, getattr(self, k)) for k in self.keys()]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Field by name, or default."""
+        return getattr(self, key) if key in self.keys() else default
+
+    def to_dict(self) -> dict:
+        """Plain dict of all fields (flags as a sorted list)."""
+        d = asdict(self)
+        d["flags"] = sorted(self.flags)
+        return d
+
+    def has(self, feature: str) -> bool:
+        """True if the CPU has the ISA feature ('avx2', 'avx512_vpopcntdq', 'sse4.2', …)."""
+        name = _normalise(feature)
+        if name in self.features:
+            return bool(self.features[name])
+        if name in self.flags or _LLVM_NAMES.get(name, name) in self.flags:
+            return True
+        if self.flags and re.fullmatch(r"[a-z0-9_.]+", name):
+            return False
+        raise ValueError(f"unknown ISA feature {feature!r}; known: {', '.join(FEATURES)}")
+
+    def summary(self) -> str:
+        """One line: CPU, cores, caches, widest vectors, numba target."""
+        return _summary(self)
+
+    def __str__(self) -> str:
+        """Multi-line description (what `labkit doctor` prints before its checks)."""
+        return "\n".join(_describe(self))
+
+    def _repr_html_(self) -> str:
+        """HTML table for Jupyter."""
+        rows = [
+            ("CPU", self.cpu), ("cores", f"{self.logical_cores} logical, {self.physical_cores} physical"),
+            ("caches", _caches(self)),
+            ("numba target", self.numba_cpu + (f" (NUMBA_CPU_NAME={self.numba_cpu_env})" if self.numba_cpu_env else "")),
+            ("numba threads", str(self.numba_threads)),
+            ("versions", f"Python {self.python}, numpy {self.numpy}, numba {self.numba}, llvmlite {self.llvmlite}"),
+        ]
+        trs = "".join(f"<tr><th style='text-align:left;padding:1px 8px'>{html.escape(k)}</th>"
+                      f"<td style='text-align:left;padding:1px 8px'>{html.escape(v)}</td></tr>" for k, v in rows)
+        feats = "".join(
+            f"<tr><td style='padding:1px 8px;color:{'#2e7d32' if self.features.get(f) else '#c62828'}'>"
+            f"{'✔' if self.features.get(f) else '✘'} {html.escape(f)}</td>"
+            f"<td style='text-align:left;padding:1px 8px'>{html.escape(MEANING[f])}</td></tr>" for f in FEATURES)
+        return (f"<table class='labkit-hardware' style='border-collapse:collapse'>{trs}</table>"
+                f"<table class='labkit-features' style='border-collapse:collapse;margin-top:4px'>{feats}</table>")
+
+
+def _normalise(feature: str) -> str:
+    if not isinstance(feature, str) or not feature.strip():
+        raise TypeError(f"feature must be a str like 'avx2', got {feature!r}")
+    name = feature.strip().lower().replace("-", "_") if feature.lower() != "avx-512" else "avx-512"
+    return _ALIASES.get(name, _ALIASES.get(feature.strip().lower(), name))
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if not n:
+        return "?"
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def _caches(hw: HardwareInfo) -> str:
+    return f"L1d {_fmt_bytes(hw.l1d)}, L2 {_fmt_bytes(hw.l2)}, L3 {_fmt_bytes(hw.l3)}"
+
+
+def _widest(hw: HardwareInfo) -> str:
+    if hw.features.get("avx512f"):
+        extra = [n for n in ("bw", "vl") if hw.features.get(f"avx512{n}")]
+        if hw.features.get("avx512_vpopcntdq"):
+            extra.append("vpopcntdq")
+        return "AVX-512" + (f" ({'/'.join(extra)})" if extra else "")
+    if hw.features.get("avx2"):
+        return "AVX2" + ("+FMA" if hw.features.get("fma") else "")
+    if hw.features.get("avx"):
+        return "AVX"
+    if hw.features.get("sse4_2"):
+        return "SSE4.2"
+    return "no x86 SIMD detected" if hw.machine in ("x86_64", "AMD64", "i686") else hw.machine
+
+
+def _summary(hw: HardwareInfo) -> str:
+    target = hw.numba_cpu + (f" via NUMBA_CPU_NAME={hw.numba_cpu_env}" if hw.numba_cpu_env else "")
+    return (f"{hw.cpu} · {hw.logical_cores} cores ({hw.physical_cores} physical) · {_caches(hw)} · "
+            f"{_widest(hw)} · numba {hw.numba} → {target}, {hw.numba_threads} threads")
+
+
+def _describe(hw: HardwareInfo) -> list[str]:
+    lines = [
+        f"Python    {hw.python} ({sys.executable})",
+        f"numpy     {hw.numpy}",
+        f"numba     {hw.numba}  (llvmlite {hw.llvmlite})",
+        f"CPU       {hw.cpu}  [{hw.machine}]",
+        f"cores     {hw.logical_cores} logical, {hw.physical_cores} physical; numba threads {hw.numba_threads}",
+        f"caches    {_caches(hw)}  (per core for L1d/L2)",
+        f"numba target CPU: {hw.numba_cpu}"
+        + (f"  (NUMBA_CPU_NAME={hw.numba_cpu_env} overrides the host)" if hw.numba_cpu_env else ""),
+        "ISA features:",
+    ]
+    w = max(len(f) for f in FEATURES)
+    for f in FEATURES:
+        mark = "✔" if hw.features.get(f) else "✘"
+        lines.append(f"  {mark} {f.ljust(w)}  {MEANING[f]}")
+    return lines
+
+
+# --------------------------------------------------------------------------- probing
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _cpuinfo() -> tuple[str | None, set[str], int | None]:
+    """(model name, flags, physical cores) from /proc/cpuinfo."""
+    text = _read("/proc/cpuinfo")
+    if not text:
+        return None, set(), None
+    name, flags, cores = None, set(), set()
+    phys = core = None
+    for line in text.splitlines():
+        if ":" not in line:
+            if phys is not None or core is not None:
+                cores.add((phys, core))
+            phys = core = None
+            continue
+        k, v = (s.strip() for s in line.split(":", 1))
+        if k in ("model name", "Model Name", "cpu model") and name is None and v:
+            name = v
+        elif k in ("flags", "Features") and not flags:
+            flags = set(v.split())
+        elif k == "physical id":
+            phys = v
+        elif k == "core id":
+            core = v
+    if phys is not None or core is not None:
+        cores.add((phys, core))
+    return name, flags, (len(cores) or None)
+
+
+def _size(text: str) -> int | None:
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(i?B)?\s*", text or "", re.I)
+    if not m:
+        return None
+    return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
+
+
+def _sys_caches() -> dict[str, int]:
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    out: dict[str, int] = {}
+    try:
+        entries = sorted(e for e in os.listdir(base) if e.startswith("index"))
+    except OSError:
+        return out
+    for e in entries:
+        level = (_read(f"{base}/{e}/level") or "").strip()
+        kind = (_read(f"{base}/{e}/type") or "").strip()
+        size = _size((_read(f"{base}/{e}/size") or "").strip())
+        if not size:
+            continue
+        if level == "1" and kind == "Data":
+            out["l1d"] = size
+        elif level in ("2", "3") and kind in ("Unified", "Data"):
+            out[f"l{level}"] = size
+    return out
+
+
+def _lscpu_caches() -> dict[str, int]:
+    try:
+        text = subprocess.run(["lscpu", "-C", "-B"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    out: dict[str, int] = {}
+    lines = text.splitlines()
+    if not lines:
+        return out
+    head = lines[0].split()
+    if "NAME" not in head or "ONE-SIZE" not in head:
+        return out
+    i_name, i_size = head.index("NAME"), head.index("ONE-SIZE")
+    for line in lines[1:]:
+        cols = line.split()
+        if len(cols) <= max(i_name, i_size):
+            continue
+        key = cols[i_name].lower()
+        if key in ("l1d", "l2", "l3"):
+            size = _size(cols[i_size])
+            if size:
+                out[key] = size
+    return out
+
+
+def _physical_from_sys(logical: int) -> int | None:
+    seen = set()
+    for i in range(logical):
+        pkg = _read(f"/sys/devices/system/cpu/cpu{i}/topology/physical_package_id")
+        core = _read(f"/sys/devices/system/cpu/cpu{i}/topology/core_id")
+        if pkg is None or core is None:
+            return None
+        seen.add((pkg.strip(), core.strip()))
+    return len(seen) or None
+
+
+def _llvm_flags() -> set[str]:
+    """Host features as LLVM reports them, translated to /proc/cpuinfo spelling."""
+    try:
+        import llvmlite.binding as llvm
+        feats = llvm.get_host_cpu_features()
+    except Exception:
+        return set()
+    on = {k for k, v in feats.items() if v}
+    back = {v: k for k, v in _LLVM_NAMES.items()}
+    return {back.get(k, k) for k in on}
+
+
+def _cpu_name_fallback() -> str:
+    name = platform.processor() or ""
+    if not name and sys.platform == "darwin":  # pragma: no cover - not our CI
+        try:
+            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True,
+                                  text=True, timeout=5).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            name = ""
+    return name or platform.machine() or "unknown CPU"
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> HardwareInfo:
+    import llvmlite
+    import numba
+    import numpy
+
+    name, flags, phys = _cpuinfo()
+    if not flags:
+        flags = _llvm_flags()
+    logical = os.cpu_count() or 1
+    phys = phys or _physical_from_sys(logical) or logical
+    caches = _sys_caches()
+    if len(caches) < 3:
+        caches = {**_lscpu_caches(), **caches}
+    try:
+        import llvmlite.binding as llvm
+        host = llvm.get_host_cpu_name()
+    except Exception:  # pragma: no cover
+        host = "unknown"
+    env_cpu = os.environ.get("NUMBA_CPU_NAME") or None
+    try:
+        threads = int(numba.config.NUMBA_NUM_THREADS)
+    except Exception:  # pragma: no cover
+        threads = 1
+    features = {f: (f in flags or _LLVM_NAMES.get(f, "\0") in flags) for f in FEATURES}
+    return HardwareInfo(
+        cpu=name or _cpu_name_fallback(), machine=platform.machine(),
+        logical_cores=logical, physical_cores=min(phys, logical),
+        l1d=caches.get("l1d"), l2=caches.get("l2"), l3=caches.get("l3"),
+        features=features, flags=frozenset(flags),
+        python=platform.python_version(), numpy=numpy.__version__, numba=numba.__version__,
+        llvmlite=llvmlite.__version__, numba_cpu=host, numba_cpu_env=env_cpu, numba_threads=threads,
+    )
+
+
+def info(refresh: bool = False) -> HardwareInfo:
+    """Describe this machine (cached; refresh=True probes again) → HardwareInfo."""
+    if refresh:
+        _probe.cache_clear()
+    return _probe()
+
+
+def has(feature: str) -> bool:
+    """True if this CPU has the ISA feature, e.g. has('avx2'), has('avx512_vpopcntdq')."""
+    return info().has(feature)
+
+
+def summary() -> str:
+    """One-line hardware summary for benchmark reports."""
+    return info().summary()
+
+
+# --------------------------------------------------------------------------- doctor
+
+def _smoke_kernel():
+    from ._doctor_kernel import parallel_sum
+    return parallel_sum
+
+
+def _check_numba() -> tuple[bool, str]:
+    try:
+        import numpy as np
+        fn = _smoke_kernel()
+        x = np.arange(10_000, dtype=np.float64)
+        got = fn(x)
+        want = float(x.sum())
+        if abs(got - want) > 1e-6 * want:
+            return False, f"parallel kernel returned {got}, expected {want}"
+        import numba
+        layer = numba.threading_layer()
+        return True, f"numba compiled and ran a parallel kernel ({numba.get_num_threads()} threads, {layer} layer)"
+    except Exception as e:
+        return False, f"numba could not compile/run a parallel kernel: {type(e).__name__}: {e}"
+
+
+def _check_import(mod: str, min_major: int | None = None) -> tuple[bool, str]:
+    try:
+        m = __import__(mod)
+    except Exception as e:
+        return False, f"cannot import {mod}: {type(e).__name__}: {e}"
+    ver = getattr(m, "__version__", "?")
+    if min_major is not None:
+        try:
+            if int(str(ver).split(".")[0]) < min_major:
+                return False, f"{mod} {ver} is too old; labkit needs {mod} ≥ {min_major}"
+        except ValueError:
+            pass
+    return True, f"{mod} {ver} importable"
+
+
+def doctor(argv: Sequence[str] | None = None) -> int:
+    """`labkit doctor`: print versions, CPU, caches, ISA features with meaning, smoke-test → exit code."""
+    import argparse
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "doctor":
+        argv = argv[1:]
+    p = argparse.ArgumentParser(prog="labkit doctor", description="Check that labkit works on this machine.")
+    p.add_argument("--no-smoke", action="store_true", help="skip the numba/Jupyter smoke tests")
+    ns = p.parse_args(argv)
+
+    hw = info()
+    print("\n".join(_describe(hw)))
+    missing = [f for f in FEATURES if not hw.features.get(f)]
+    if missing and hw.machine in ("x86_64", "AMD64"):
+        print("  (missing features: the labs still run with narrower vectors; use "
+              "labkit.inspect.compile_for(fn, 'skylake-avx512') to see the wider code)")
+    if ns.no_smoke:
+        return 0
+
+    print("checks:")
+    checks = [
+        ("numba", _check_numba(), "reinstall: `make install` (or `.venv/bin/pip install -e .[test]`)"),
+        ("jupyterlab", _check_import("jupyterlab", 4), "install JupyterLab ≥ 4: `make install`"),
+        ("ipywidgets", _check_import("ipywidgets", 8), "install ipywidgets ≥ 8: `make install`"),
+        ("matplotlib", _check_import("matplotlib"), "install matplotlib: `make install`"),
+    ]
+    ok = True
+    for _name, (good, msg), advice in checks:
+        print(f"  {'✔' if good else '✘'} {msg}")
+        if not good:
+            print(f"      → {advice}")
+            ok = False
+    print("labkit is ready." if ok else "labkit is NOT ready: fix the ✘ lines above, then run `labkit doctor` again.")
+    return 0 if ok else 1
+
+
+main = doctor
