@@ -195,11 +195,22 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     return ratio
 
 
+def _as_signature(signature):
+    """Turn a tuple of example arguments into numba types (types pass through)."""
+    if isinstance(signature, tuple):
+        import numba
+
+        return tuple(a if isinstance(a, numba.types.Type) else numba.typeof(a) for a in signature)
+    return signature
+
+
 def vectorized_gate(fn: Callable, signature=None, *, min_bits: int = 128) -> int:
     """Require that ``fn``'s compiled loop uses vector instructions at least ``min_bits`` wide;
-    on failure the message carries the vectoriser's own reason when it can be found."""
+    ``signature`` may be numba types or example arguments. On failure the message carries the
+    vectoriser's own reason when it can be found."""
     from labkit import inspect as lk_inspect
 
+    signature = _as_signature(signature)
     rep = lk_inspect.vector_report(fn, signature)
     width = int(rep.max_width_bits)
     if _current is not None:

@@ -1,0 +1,187 @@
+"""labkit.check: verdicts, messages, seeds, strict mode, silence, registry, gates."""
+import sys
+
+import numpy as np
+import pytest
+
+from labkit import check
+from labkit.check import CheckFailure, CheckResult, exercise, mismatch
+
+
+# ------------------------------------------------------------------ mismatch messages
+def test_mismatch_equal_and_first_five():
+    exp = np.arange(20).reshape(4, 5)
+    assert mismatch(exp.copy(), exp) is None
+    got = exp.copy()
+    got[0, 1] = 99
+    assert mismatch(got, exp) == "out[0, 1] = 99, expected 1"
+    got = exp + 1
+    msg = mismatch(got, exp, name="score")
+    assert msg.startswith("score[0, 0] = 1, expected 0; score[0, 1] = 2, expected 1")
+    assert msg.endswith("(15 more)") and msg.count("expected") == 5
+
+
+def test_mismatch_shape_none_tolerance_scalar():
+    assert mismatch(np.zeros(3), np.zeros(4)) == "out has shape (3,), expected (4,)"
+    assert "forget to return" in mismatch(None, np.zeros(2))
+    assert mismatch(np.array([1.0 + 1e-13]), np.array([1.0]), rtol=1e-12) is None
+    assert mismatch(1.5, 2.0, name="dot") == "dot = 1.5, expected 2"
+    assert mismatch(np.array([np.nan]), np.array([np.nan])) is None
+
+
+# ------------------------------------------------------------------ verdicts
+@exercise("_t_double", points=3)
+def _check_double(student):
+    x = check.rng().integers(0, 100, 10)
+    msg = mismatch(student(x), 2 * x)
+    assert msg is None, msg
+    return "doubles 10 random ints"
+
+
+def good(x):
+    return 2 * x
+
+
+def wrong(x):
+    y = 2 * x
+    y[3] += 1
+    return y
+
+
+def stub(x):
+    raise NotImplementedError("multiply by two")
+
+
+def crash(x):
+    raise ZeroDivisionError("oops")
+
+
+@pytest.mark.parametrize("fn, verdict, needle", [
+    (good, "passed", "doubles 10 random ints"),
+    (wrong, "wrong", "out[3] ="),
+    (stub, "not implemented", "multiply by two"),
+    (crash, "error", "ZeroDivisionError: oops"),
+    (None, "not implemented", "expected your function"),
+])
+def test_verdicts(fn, verdict, needle):
+    r = check._t_double(fn)
+    assert isinstance(r, CheckResult) and r.verdict == verdict and needle in r.message
+    assert r.passed == (verdict == "passed")
+    assert r.points == (3 if r.passed else 0) and r.max_points == 3
+    line = str(r)
+    assert line.startswith("✔ _t_double: passed" if r.passed else f"✘ _t_double: {verdict}")
+    html = r._repr_html_()
+    assert f'data-passed="{str(r.passed).lower()}"' in html
+
+
+def test_strict_raises_assertion():
+    with pytest.raises(AssertionError, match="wrong"):
+        check._t_double(wrong, strict=True)
+    assert check._t_double(good, strict=True).passed
+
+
+def test_numba_typing_error_is_one_line():
+    from numba import njit
+
+    @njit
+    def bad(x):
+        return x.no_such_attribute
+
+    r = check._t_double(bad)
+    assert r.verdict == "error" and "numba could not compile" in r.message
+    assert "\n" not in r.message
+
+
+def test_check_writes_nothing_to_stderr(capfd):
+    def noisy(x):
+        import warnings
+        print("to stderr", file=sys.stderr)
+        warnings.warn("a warning")
+        return 2 * x
+
+    assert check._t_double(noisy).passed
+    assert capfd.readouterr().err == ""
+
+
+def test_seed_from_env_is_reproducible(monkeypatch):
+    monkeypatch.setenv("LABKIT_SEED", "1234")
+    a = check.rng("x").integers(0, 1 << 30, 4)
+    b = check.rng("x").integers(0, 1 << 30, 4)
+    c = check.rng("y").integers(0, 1 << 30, 4)
+    assert (a == b).all() and not (a == c).all()
+    monkeypatch.delenv("LABKIT_SEED")
+    assert check.seed() != check.seed()
+
+
+def test_results_file(tmp_path, monkeypatch):
+    out = tmp_path / "r.jsonl"
+    monkeypatch.setenv("LABKIT_RESULTS", str(out))
+    check._t_double(good)
+    check._t_double(stub)
+    import json
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["verdict"] for r in rows] == ["passed", "not implemented"]
+
+
+def test_registry_and_unknown_name():
+    assert "_t_double" in check.names()
+    assert check.get("_t_double") is check._t_double
+    with pytest.raises(AttributeError, match="no exercise named"):
+        check.no_such_exercise
+    with pytest.raises(ValueError, match="unknown verdict"):
+        CheckFailure("meh", "x")
+    with pytest.raises(ValueError, match="identifier"):
+        exercise("not an id")
+
+
+def test_lesson00_exercises_registered():
+    names = check.names()
+    assert {"colsum", "dot_partials"} <= set(names)
+
+
+# ------------------------------------------------------------------ gates
+def _slow_sum(x):
+    s = 0
+    for v in x.tolist():
+        s += v
+    return s
+
+
+def _fast_sum(x):
+    return x.sum()
+
+
+@exercise("_t_speed", points=1)
+def _check_speed(student, need=3.0):
+    x = np.arange(20000)
+    assert student(x) == x.sum()
+    check.speed_gate(student, _slow_sum, (x,), need=need, vs="the loop", repeat=3, min_time=0.01)
+
+
+def test_speed_gate_reports_under_ci_and_fails_when_enforced(monkeypatch):
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    r = check._t_speed(_slow_sum)
+    assert r.passed and "speed reported only" in r.message and "need ≥ 3×" in r.message
+    monkeypatch.setenv("LABKIT_SPEED", "enforce")
+    r = check._t_speed(_slow_sum)
+    assert not r.passed and r.verdict in ("no change", "not fast enough", "slower")
+    assert "need ≥ 3×" in r.message
+    r = check._t_speed(_fast_sum)
+    assert r.passed and "faster than the loop" in r.message and r.details["speed_ratio"] > 3
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    monkeypatch.setenv("LABKIT_GRADING", "1")
+    assert not check._t_speed(_slow_sum).passed
+
+
+def test_vectorized_gate_and_lesson00_checks():
+    from labkit import lesson00 as l0
+
+    r = check.colsum(l0.colsum_rows)
+    assert r.passed, str(r)
+    assert r.details["vector_bits"] >= 256
+    r = check.colsum(l0.colsum_naive)
+    assert r.verdict == "not vectorised", str(r)
+    r = check.dot_partials(l0.dot_partials)
+    assert r.passed, str(r)
+    r = check.dot_partials(l0.dot_plain)  # correct but (when enforced) too slow
+    assert r.passed and "need ≥ 1.5×" in r.message
