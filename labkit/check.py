@@ -9,6 +9,8 @@ Verdicts are a small fixed set (see :data:`VERDICTS`). Correctness uses fresh ra
 (seed from ``LABKIT_SEED`` when set, random otherwise). Speed is a ratio against labkit's own
 kernel measured at the same moment; it fails a check unless ``LABKIT_SPEED=report`` (tests and
 CI set that, since shared machines are noisy — there the speed is reported, not judged).
+``LABKIT_CHECK_STRICT=1`` makes every check raise on failure (the test suite sets it while
+nbval runs the solutions, so a failing check in a solution notebook fails the build).
 Checks write nothing to stderr.
 """
 from __future__ import annotations
@@ -261,6 +263,7 @@ class Exercise:
         result = _run_body(self, student, args, kwargs)
         if os.environ.get("LABKIT_RESULTS"):
             _record(result)
+        strict = strict or os.environ.get("LABKIT_CHECK_STRICT") == "1"
         if strict and not result.passed:
             raise AssertionError(str(result))
         return result

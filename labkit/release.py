@@ -74,6 +74,16 @@ def strip_source(source: str, *, cell_type: str = "code", where: str = "",
     return "\n".join(out)
 
 
+_TEST_MARKERS = ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP", "# NBVAL_CHECK_OUTPUT",
+                 "# NBVAL_RAISES_EXCEPTION")
+
+
+def _drop_test_markers(source: str) -> str:
+    """Remove nbval's marker comments: they mean nothing to a student."""
+    lines = source.split("\n")
+    return "\n".join(ln for ln in lines if ln.strip() not in _TEST_MARKERS)
+
+
 def release_notebook(nb, name: str = "notebook.ipynb"):
     """Return the student copy of solution notebook ``nb`` (a new object)."""
     nb = copy.deepcopy(nb)
@@ -101,6 +111,7 @@ def release_notebook(nb, name: str = "notebook.ipynb"):
         for volatile in ("execution", "collapsed", "scrolled"):
             meta.pop(volatile, None)
         if cell.cell_type == "code":
+            cell.source = _drop_test_markers(cell.source)
             cell.outputs = []
             cell.execution_count = None
     nb.metadata.pop("widgets", None)

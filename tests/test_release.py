@@ -113,3 +113,9 @@ def test_repo_notebooks_in_sync():
     """notebooks/ is exactly release(solutions/) — fix with `make notebooks`."""
     changed = rel.release(check=True)
     assert not changed, f"out of date: {changed}; run `make notebooks` and commit notebooks/"
+
+
+def test_nbval_markers_stripped_from_student_copy():
+    c = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\nprint(1)")
+    out = rel.release_notebook(_nb([c]), "x.ipynb")
+    assert out.cells[0].source == "print(1)"
