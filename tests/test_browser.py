@@ -1,0 +1,505 @@
+"""End-to-end: real JupyterLab driven by headless Chromium (Playwright), marker ``browser``.
+
+Run only these: ``.venv/bin/pytest -m browser``. One JupyterLab server per session (free
+127.0.0.1 port, random token, root dir = a temporary copy of solutions/ and notebooks/, so the
+repo is never written to), one Chromium (Debian's package, see tools/ensure_browser.py).
+For every solution notebook: Run All, wait for the kernel, no error output, every check shows
+its pass verdict, a widget slider renders and moving it changes the plot or numbers. For the
+student copy of lesson 00: Run All shows the checks failing with "not implemented" and the
+hint, without a traceback. Screenshots go to test-artifacts/browser/.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+# LABKIT_BROWSER_SRC: a folder with solutions/ and notebooks/ to test instead of the repo's.
+SRC = Path(os.environ.get("LABKIT_BROWSER_SRC", ROOT))
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+NB_TIMEOUT_S = float(os.environ.get("LABKIT_BROWSER_TIMEOUT", "180"))
+WIDGET_TIMEOUT_S = 90.0
+SERVER_START_TIMEOUT_S = 90.0
+STUDENT_NB = "notebooks/00_tools.ipynb"
+
+SOLUTIONS = sorted(p.name for p in (SRC / "solutions").glob("*.ipynb"))
+
+
+def _load_ensure_browser():
+    """Import tools/ensure_browser.py (the single place that knows where Chromium lives)."""
+    spec = importlib.util.spec_from_file_location(
+        "labkit_ensure_browser", ROOT / "tools" / "ensure_browser.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _loud_skip(reason: str):
+    """Skip with a reason that stands out in the -ra summary and on stderr."""
+    msg = f"BROWSER TESTS NOT RUN: {reason}"
+    print(f"\n{'!' * 78}\n{msg}\n{'!' * 78}", file=sys.stderr)
+    pytest.skip(msg)
+
+
+# ------------------------------------------------------------------ JupyterLab server
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LabServer:
+    """A JupyterLab process on 127.0.0.1 with a token, rooted in a temporary directory."""
+
+    def __init__(self, root: Path, work: Path):
+        self.root = root
+        self.port = _free_port()
+        self.token = os.urandom(16).hex()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = ARTIFACTS / "jupyterlab.log"
+        settings = work / "user-settings"
+        # Quiet JupyterLab: no news/update toasts, every cell kept in the DOM.
+        for ext, name, body in [
+            ("@jupyterlab/apputils-extension", "notification",
+             {"fetchNews": "false", "checkForUpdates": False}),
+            ("@jupyterlab/notebook-extension", "tracker", {"windowingMode": "none"}),
+        ]:
+            d = settings / ext
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"{name}.jupyterlab-settings").write_text(json.dumps(body))
+        cmd = [
+            sys.executable, "-m", "jupyter", "lab", "--no-browser",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}", "--ServerApp.terminals_enabled=False",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={settings}",
+            f"--LabApp.workspaces_dir={work / 'workspaces'}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        env = dict(os.environ, LABKIT_SPEED="report", JUPYTER_CONFIG_DIR=str(work / "config"),
+                   JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+        env.pop("LABKIT_GRADING", None)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "w", encoding="utf-8")
+        self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def api(self, path: str, method: str = "GET"):
+        """Call the server's REST API; return the decoded JSON (or None)."""
+        req = urllib.request.Request(f"{self.url}{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            body = r.read()
+        return json.loads(body) if body else None
+
+    def log_tail(self, n: int = 30) -> str:
+        """The last n lines of the server log."""
+        self._log.flush()
+        lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+
+    def wait_ready(self, timeout: float = SERVER_START_TIMEOUT_S):
+        """Poll /api/status until the server answers, or fail with its log."""
+        t_end = time.monotonic() + timeout
+        while time.monotonic() < t_end:
+            if self.proc.poll() is not None:
+                pytest.fail(f"jupyter lab exited with {self.proc.returncode} before answering; "
+                            f"log {self.log_path}:\n{self.log_tail()}")
+            try:
+                self.api("/api/status")
+                return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.5)
+        pytest.fail(f"jupyter lab did not answer on {self.url} within {timeout:.0f} s; "
+                    f"log {self.log_path}:\n{self.log_tail()}")
+
+    def shutdown_kernels(self):
+        """Delete every session (and so its kernel) — keeps one kernel alive at a time."""
+        try:
+            for s in self.api("/api/sessions") or []:
+                self.api(f"/api/sessions/{s['id']}", method="DELETE")
+            for k in self.api("/api/kernels") or []:
+                self.api(f"/api/kernels/{k['id']}", method="DELETE")
+        except (urllib.error.URLError, OSError):
+            pass
+
+    def stop(self):
+        """Shut kernels down, then stop the server (SIGTERM, then SIGKILL)."""
+        if self.proc.poll() is None:
+            self.shutdown_kernels()
+            try:
+                self.api("/api/shutdown", method="POST")
+            except (urllib.error.URLError, OSError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=10)
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """The system Chromium; loud skip if Playwright or Chromium is missing."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _loud_skip("playwright is not installed in this environment; "
+                   "`pip install -e '.[test]'` (make install) provides it")
+    path = _load_ensure_browser().find_chromium()
+    if not path:
+        _loud_skip("no Chromium found (/usr/bin/chromium); run `python tools/ensure_browser.py` "
+                   "as root or `sudo apt-get install -y chromium`")
+    return path
+
+
+@pytest.fixture(scope="session")
+def lab(chromium_path, tmp_path_factory):
+    """A JupyterLab server over a temporary copy of solutions/ and notebooks/; always stopped."""
+    work = tmp_path_factory.mktemp("browser")
+    root = work / "root"
+    root.mkdir()
+    for sub in ("solutions", "notebooks"):
+        if (SRC / sub).is_dir():
+            shutil.copytree(SRC / sub, root / sub,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    server = LabServer(root, work)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser_context(chromium_path, lab):
+    """One headless Chromium (fresh profile dir) for the session; always closed."""
+    from playwright.sync_api import sync_playwright
+
+    flags = _load_ensure_browser().CHROMIUM_ARGS
+    profile = tempfile.mkdtemp(prefix="labkit-chromium-")
+    pw = sync_playwright().start()
+    ctx = None
+    try:
+        # launch_persistent_context passes its own fresh --user-data-dir (profile).
+        ctx = pw.chromium.launch_persistent_context(
+            profile, executable_path=chromium_path, headless=True, args=flags,
+            viewport={"width": 1400, "height": 1000})
+        yield ctx
+    finally:
+        try:
+            if ctx is not None:
+                ctx.close()
+        finally:
+            pw.stop()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ page helpers
+_STATE_JS = r"""
+(path) => {
+  const app = window.jupyterapp;
+  if (!app || !app.shell) return {ready: false, why: 'no window.jupyterapp yet'};
+  let panel = null;
+  for (const w of app.shell.widgets('main')) {
+    if (w.context && w.context.path === path && w.content && w.content.widgets) panel = w;
+  }
+  if (!panel) return {ready: false, why: 'notebook panel not open yet'};
+  const sc = panel.sessionContext;
+  const kernel = sc && sc.session && sc.session.kernel;
+  const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  const cells = panel.content.widgets.map((c, i) => {
+    const m = c.model;
+    const code = m.type === 'code';
+    const outs = code ? m.outputs.toJSON() : [];
+    const prompt = c.node.querySelector('.jp-InputPrompt');
+    return {
+      i, type: m.type,
+      src: m.sharedModel.getSource(),
+      count: code ? m.executionCount : null,
+      prompt: prompt ? prompt.textContent.trim() : '',
+      errors: outs.filter(o => o.output_type === 'error')
+                  .map(o => `${o.ename}: ${o.evalue}`),
+      tracebacks: outs.filter(o => o.output_type === 'stream' && o.name === 'stderr'
+                                   && /Traceback \(most recent call last\)/.test(
+                                        [].concat(o.text).join('')))
+                      .map(o => [].concat(o.text).join('').slice(-300)),
+    };
+  });
+  return {
+    ready: !!(sc && sc.isReady && kernel),
+    kernel: kernel ? kernel.status : null,
+    indicator: ind ? ind.getAttribute('data-status') : null,
+    cells,
+  };
+}
+"""
+
+
+def _state(page, path):
+    return page.evaluate(_STATE_JS, path)
+
+
+def _shot(page, name: str) -> Path:
+    """Screenshot the page into test-artifacts/browser/<name>.png; return the path."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    out = ARTIFACTS / f"{name}.png"
+    try:
+        page.screenshot(path=str(out))
+    except Exception:  # noqa: BLE001 - a failed screenshot must not hide the real failure
+        pass
+    return out
+
+
+def _wait(page, cond, timeout: float, what: str, shot: str, poll: float = 0.5):
+    """Call cond() -> (ok, detail) until ok; on timeout screenshot and fail clearly."""
+    t_end = time.monotonic() + timeout
+    ok, detail = False, None
+    while time.monotonic() < t_end:
+        ok, detail = cond()
+        if ok:
+            return detail
+        page.wait_for_timeout(poll * 1000)
+    png = _shot(page, f"{shot}-TIMEOUT")
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}; last state: {detail}; "
+                f"screenshot: {png}")
+
+
+def _open(page, lab, path: str, shot: str):
+    """Open path in a fresh JupyterLab workspace and wait until its kernel is idle."""
+    ws = "t" + os.urandom(4).hex()
+    page.goto(f"{lab.url}/lab/workspaces/{ws}/tree/{path}?reset&token={lab.token}",
+              wait_until="domcontentloaded", timeout=60_000)
+
+    def ready():
+        s = _state(page, path)
+        ok = s.get("ready") and s.get("kernel") == "idle" and s.get("indicator") == "idle"
+        return (ok, {k: v for k, v in s.items() if k != "cells"})
+
+    _wait(page, ready, 120, f"{path} to open with an idle kernel", shot)
+
+
+def _run_all(page, lab, path: str, shot: str, timeout: float = NB_TIMEOUT_S) -> dict:
+    """Run All (runmenu:run-all) and wait until the kernel is idle and no cell is pending."""
+    page.evaluate("() => { window.jupyterapp.commands.execute('runmenu:run-all'); }")
+    page.wait_for_timeout(1000)
+    stable = {"n": 0}
+    t0 = time.monotonic()
+
+    def done():
+        s = _state(page, path)
+        code = [c for c in s["cells"] if c["type"] == "code" and c["src"].strip()]
+        pending = [c["i"] for c in code if "*" in c["prompt"]]
+        unrun = [c["i"] for c in code if c["count"] is None]
+        errored = any(c["errors"] for c in code)
+        idle = s.get("kernel") == "idle" and s.get("indicator") == "idle"
+        # Run All stops at the first error: the cells after it stay unrun.
+        finished = idle and not pending and (not unrun or errored)
+        stable["n"] = stable["n"] + 1 if finished else 0
+        info = {"kernel": s.get("kernel"), "indicator": s.get("indicator"),
+                "pending cells": pending[:10], "unrun cells": unrun[:10],
+                "elapsed_s": round(time.monotonic() - t0)}
+        return (stable["n"] >= 2, info) if finished else (False, info)
+
+    _wait(page, done, timeout, f"Run All of {path} to finish", shot)
+    return _state(page, path)
+
+
+def _error_report(state: dict) -> list[str]:
+    """One line per cell that shows an error output or a traceback."""
+    out = []
+    for c in state["cells"]:
+        first = c["src"].strip().splitlines()[0][:80] if c["src"].strip() else ""
+        for e in c["errors"]:
+            out.append(f"cell {c['i']} ({first!r}): {e}")
+        for t in c["tracebacks"]:
+            out.append(f"cell {c['i']} ({first!r}): traceback on stderr …{t[-150:]!r}")
+    return out
+
+
+def _dom_errors(page) -> int:
+    """Number of rendered outputs whose text is a Python traceback (DOM-level cross-check)."""
+    return page.evaluate(r"""() => [...document.querySelectorAll(
+        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+        .filter(n => /Traceback \(most recent call last\)|^\w*(Error|Exception)\b/m
+                     .test(n.textContent)).length""")
+
+
+def _checks(page) -> list[dict]:
+    """Every rendered check verdict: data-passed and its text."""
+    return page.evaluate("""() => [...document.querySelectorAll('div.labkit-check')]
+        .map(n => ({passed: n.getAttribute('data-passed'), text: n.innerText.trim()}))""")
+
+
+def _check_cells(path: Path) -> int:
+    """Number of nbgrader check cells (grade_id check-*) in the notebook file."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return sum(1 for c in nb.get("cells", [])
+               if str(c.get("metadata", {}).get("nbgrader", {}).get("grade_id", ""))
+               .startswith("check-"))
+
+
+# The tuner's output area without its controls: what must change when a slider moves.
+_WIDGET_SNAPSHOT_JS = r"""
+(idx) => {
+  const slider = document.querySelectorAll('.jupyter-widgets.widget-slider')[idx];
+  if (!slider) return null;
+  const area = slider.closest('.jp-OutputArea-output') || slider.closest('.jp-OutputArea');
+  const clone = area.cloneNode(true);
+  clone.querySelectorAll('.widget-slider, .widget-dropdown, .widget-select, '
+                         + '.widget-toggle-buttons, .widget-readout').forEach(n => n.remove());
+  const imgs = [...area.querySelectorAll('img')].map(i => i.src.slice(-400));
+  const text = clone.textContent.replace(/\s+/g, ' ').trim();
+  const readout = slider.querySelector('.widget-readout');
+  return {text, imgs, readout: readout ? readout.textContent.trim() : null};
+}
+"""
+
+
+def _move_slider_and_wait(page, shot: str):
+    """Move the first slider one step; wait until the plot or numbers change and settle."""
+    sliders = page.locator(".jupyter-widgets.widget-slider")
+    assert sliders.count() >= 1, "no ipywidgets slider (.jupyter-widgets.widget-slider) rendered"
+    slider = sliders.first
+    slider.scroll_into_view_if_needed()
+    before = page.evaluate(_WIDGET_SNAPSHOT_JS, 0)
+    handle = slider.locator(".noUi-handle").first
+    handle.focus()
+    for key in ("ArrowRight", "ArrowLeft", "ArrowLeft"):
+        handle.press(key)
+        page.wait_for_timeout(300)
+        now = page.evaluate(_WIDGET_SNAPSHOT_JS, 0)
+        if now["readout"] != before["readout"]:
+            break
+    else:
+        _shot(page, f"{shot}-FAILED")
+        pytest.fail(f"the slider did not move with the arrow keys (readout {before['readout']!r})")
+    moved_to = now["readout"]
+    stable = {"n": 0, "last": None}
+
+    def changed():
+        s = page.evaluate(_WIDGET_SNAPSHOT_JS, 0)
+        busy = "running" in s["text"].lower()
+        differs = (s["text"], s["imgs"]) != (before["text"], before["imgs"])
+        key = (s["text"], tuple(s["imgs"]))
+        stable["n"] = stable["n"] + 1 if (differs and not busy and key == stable["last"]) else 0
+        stable["last"] = key
+        return (stable["n"] >= 2, {"busy": busy, "changed": differs, "text": s["text"][:200]})
+
+    _wait(page, changed, WIDGET_TIMEOUT_S,
+          f"the tuner to re-run after moving the slider {before['readout']} → {moved_to} "
+          "(plot image or numbers should change, 'running…' should clear)", shot)
+
+
+# ------------------------------------------------------------------ the tests
+@pytest.mark.parametrize("name", SOLUTIONS or [pytest.param(
+    None, marks=pytest.mark.skip(reason="BROWSER: no solutions/*.ipynb yet"))])
+def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
+    """Run All on a solution notebook: no errors, checks pass, a tuner slider re-runs."""
+    path = f"solutions/{name}"
+    shot = Path(name).stem
+    page = browser_context.new_page()
+    try:
+        _open(page, lab, path, shot)
+        state = _run_all(page, lab, path, shot)
+        errors = _error_report(state)
+        if errors or _dom_errors(page):
+            png = _shot(page, f"{shot}-FAILED")
+            pytest.fail(f"{path}: error output after Run All (screenshot {png}):\n"
+                        + "\n".join(errors or ["a traceback is rendered on the page"]))
+        checks = _checks(page)
+        expected = _check_cells(lab.root / path)
+        failing = [c["text"][:200] for c in checks if c["passed"] != "true"]
+        if failing or len(checks) < expected:
+            png = _shot(page, f"{shot}-FAILED")
+            assert not failing, f"{path}: checks not passing (screenshot {png}): {failing}"
+            pytest.fail(f"{path}: {expected} check cells but only {len(checks)} "
+                        f"div.labkit-check verdicts rendered (screenshot {png})")
+        _move_slider_and_wait(page, shot)
+        _shot(page, shot)
+    except Exception:
+        _shot(page, f"{shot}-FAILED")
+        raise
+    finally:
+        page.close()
+        lab.shutdown_kernels()
+
+
+def _stub_hints(path: Path) -> list[str]:
+    """The literal messages of every `raise NotImplementedError("…")` in the notebook's code."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    hints = []
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        src = "".join(cell.get("source", []))
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+                    and getattr(node.exc.func, "id", "") == "NotImplementedError"
+                    and node.exc.args and isinstance(node.exc.args[0], ast.Constant)):
+                hints.append(str(node.exc.args[0].value))
+    return hints
+
+
+def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
+    """Run All on notebooks/00_tools.ipynb: checks fail with 'not implemented' + hint, no errors."""
+    path = STUDENT_NB
+    if not (lab.root / path).exists():
+        pytest.skip(f"BROWSER: {path} not generated yet (make notebooks)")
+    shot = "student-" + Path(path).stem
+    page = browser_context.new_page()
+    try:
+        _open(page, lab, path, shot)
+        state = _run_all(page, lab, path, shot)
+        errors = _error_report(state)
+        png = _shot(page, shot)
+        assert not errors and not _dom_errors(page), (
+            f"{path}: the student copy shows errors/tracebacks after Run All "
+            f"(screenshot {png}):\n" + "\n".join(errors))
+        checks = _checks(page)
+        assert checks, f"{path}: no check verdict (div.labkit-check) rendered (screenshot {png})"
+        passing = [c["text"][:120] for c in checks if c["passed"] != "false"]
+        assert not passing, f"{path}: checks pass on the unsolved stubs: {passing}"
+        hints = [h for h in _stub_hints(lab.root / path) if h.strip()]
+        assert hints, f"{path}: no `raise NotImplementedError(\"hint\")` stub found"
+        for c in checks:
+            text = " ".join(c["text"].split())
+            assert "not implemented" in text, (
+                f"{path}: a check fails for another reason than 'not implemented': {text[:200]}")
+            assert any(" ".join(h.split())[:40] in text for h in hints), (
+                f"{path}: check verdict does not show the stub's hint: {text[:200]}")
+    except Exception:
+        _shot(page, f"{shot}-FAILED")
+        raise
+    finally:
+        page.close()
+        lab.shutdown_kernels()
