@@ -1,0 +1,272 @@
+"""Tests for labkit.bench: structure, interleaving, validation, compile time apart, rendering, CLI."""
+import json
+import sys
+import time
+import types
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from numba import njit  # noqa: E402
+
+from labkit import bench  # noqa: E402
+
+FAST = dict(repeat=3, min_time=0.001)
+
+
+@njit(cache=True)
+def _jit_sum(a):
+    s = 0.0
+    for x in a:
+        s += x
+    return s
+
+
+def test_compare_structure_and_ratios():
+    a = np.arange(1000.0)
+    res = bench.compare({"loop": _jit_sum, "numpy": np.sum}, (a,), work=len(a), unit="adds", **FAST)
+    assert isinstance(res, bench.BenchResult)
+    assert res.names == ["loop", "numpy"] and res.baseline == "loop"
+    keys = {"name", "compile_s", "median_s", "q1_s", "q3_s", "spread", "throughput", "ratio"}
+    for row in res.rows:
+        assert keys <= set(row)
+        assert row["median_s"] > 0 and row["ratio"] > 0 and row["throughput"] > 0
+        assert row["q1_s"] <= row["median_s"] <= row["q3_s"]
+        assert row["spread"] >= 0
+    assert res.ratio("loop") == pytest.approx(1.0)
+    assert res.ratio("numpy") == pytest.approx(res.median("loop") / res.median("numpy"))
+    assert res.ratio("loop", baseline="numpy") == pytest.approx(1 / res.ratio("numpy"))
+    assert res.throughput("numpy") == pytest.approx(1000 / res.median("numpy"))
+    json.dumps(res.to_dict())
+    with pytest.raises(KeyError, match="names are"):
+        res.median("nope")
+
+
+def test_interleaved_order_and_first_calls():
+    log = []
+
+    def make(name):
+        def fn(x):
+            log.append(name)
+            return x
+        return fn
+
+    bench.compare({"f": make("f"), "g": make("g"), "h": make("h")}, (1,), repeat=4, min_time=0)
+    # first calls (compile + validate) come first, in order; the timed rounds alternate f, g, h, f, g, h, …
+    assert log[:3] == ["f", "g", "h"]
+    assert log[-12:] == ["f", "g", "h"] * 4
+
+
+def test_autoscale_loops_reach_min_time():
+    calls = []
+    res = bench.compare({"f": lambda: calls.append(1)}, (), repeat=2, min_time=0.002)
+    assert res.rows[0]["loops"] > 1  # a trivial function needs many loops per repeat
+    assert len(calls) >= 2 * res.rows[0]["loops"]
+
+
+def test_validate_called_on_first_result_of_each():
+    seen = []
+    bench.compare({"a": lambda: 1, "b": lambda: 2}, (), validate=seen.append, **FAST)
+    assert seen == [1, 2]
+
+
+def test_validate_failure_names_the_function():
+    def check(r):
+        assert r == 1, f"got {r}, expected 1"
+
+    with pytest.raises(AssertionError, match=r"b: got 2, expected 1"):
+        bench.compare({"a": lambda: 1, "b": lambda: 2}, (), validate=check, **FAST)
+    with pytest.raises(AssertionError, match="returned False"):
+        bench.compare({"a": lambda: 1}, (), validate=lambda r: False, **FAST)
+
+
+def test_compile_time_timed_apart():
+    state = {"first": True}
+
+    def slow_first():
+        if state["first"]:
+            state["first"] = False
+            time.sleep(0.05)  # stands in for JIT compilation
+
+    res = bench.compare({"f": slow_first}, (), **FAST)
+    row = res.rows[0]
+    assert row["compile_s"] > 10 * row["median_s"]
+
+
+def test_numba_dispatcher_recognised():
+    assert bench.is_jitted(_jit_sum)
+    assert not bench.is_jitted(np.sum)
+
+
+def test_args_callable_called_once_and_per_function_args():
+    made = []
+
+    def inputs():
+        made.append(1)
+        return (np.ones(10),)
+
+    res = bench.compare({"a": np.sum, "b": (lambda x, y: x + y, (1, 2))}, inputs, **FAST)
+    assert made == [1]
+    assert res.names == ["a", "b"]
+
+
+@pytest.mark.parametrize("kwargs, exc, msg", [
+    (dict(functions=[np.sum]), TypeError, "dict of name"),
+    (dict(functions={}), ValueError, "at least one"),
+    (dict(functions={"a": 3}), TypeError, "not callable"),
+    (dict(functions={"a": (np.sum,)}), TypeError, "callable, args_tuple"),
+    (dict(functions={"a": np.sum}, args=np.ones(3)), TypeError, r"wrap a single argument as \(x,\)"),
+    (dict(functions={"a": np.sum}, baseline="b"), ValueError, "not one of the functions"),
+    (dict(functions={"a": np.sum}, repeat=0), ValueError, "repeat must be > 0"),
+    (dict(functions={"a": np.sum}, repeat=2.5), TypeError, "repeat must be an int"),
+    (dict(functions={"a": np.sum}, min_time=-1), ValueError, "min_time"),
+    (dict(functions={"a": np.sum}, work=-5), ValueError, "work must be > 0"),
+    (dict(functions={"a": np.sum}, work={"b": 1}), ValueError, "work dict lacks"),
+    (dict(functions={"a": np.sum}, unit=""), TypeError, "unit"),
+    (dict(functions={"a": np.sum}, validate=3), TypeError, "validate"),
+])
+def test_compare_bad_input(kwargs, exc, msg):
+    functions = kwargs.pop("functions")
+    args = kwargs.pop("args", (np.ones(3),))
+    with pytest.raises(exc, match=msg):
+        bench.compare(functions, args, **{"min_time": 0.001, "repeat": 1, **kwargs})
+
+
+def test_text_and_html_rendering():
+    res = bench.compare({"scalar": lambda: sum(range(50)), "fast": lambda: 1225}, (), work=16,
+                        unit="alignments", label="demo table", **FAST)
+    text = str(res)
+    assert "demo table" in text and "scalar" in text and "fast" in text
+    assert "(baseline)" in text and "×" in text and "alignments/s" in text
+    assert "speedup %" not in text and "%" not in text.splitlines()[-2].split("×")[-1]
+    assert bench.format_ratio(res.ratio("fast")) in text
+    htm = res._repr_html_()
+    assert "<table" in htm and "scalar" in htm and "fast" in htm and "×" in htm and "demo table" in htm
+    # no throughput column without work=
+    res2 = bench.compare({"a": lambda: 1}, (), **FAST)
+    assert "throughput" not in str(res2) and "throughput" not in res2._repr_html_()
+
+
+def test_plot_returns_axes():
+    res = bench.compare({"a": lambda: 1, "b": lambda: 2}, (), **FAST)
+    ax = res.plot()
+    assert ax.get_xlabel() and "×" in ax.get_xlabel()
+    plt.close("all")
+
+
+@pytest.mark.parametrize("value, unit, expected", [
+    (12.3e6, "alignments/s", "12.3 M alignments/s"),
+    (999.96, "x", "1.00 k x"),
+    (4.2, "", "4.20"),
+    (2.5e9, "FLOP/s", "2.50 G FLOP/s"),
+])
+def test_format_si(value, unit, expected):
+    assert bench.format_si(value, unit) == expected
+
+
+def test_format_helpers():
+    assert bench.format_throughput(12.3e6, "alignments") == "12.3 M alignments/s"
+    assert bench.format_ratio(4.83) == "4.8×"
+    assert bench.format_ratio(123.4) == "123×"
+    assert bench.format_ratio(0.052) == "0.052×"
+    assert bench.format_time(1.234e-3) == "1.23 ms"
+    assert bench.format_time(412e-9) == "412 ns"
+    assert bench.format_time(2.5) == "2.50 s"
+    assert bench.format_time(float("nan")) == "–"
+
+
+def test_timeit():
+    t = bench.timeit(_jit_sum, np.ones(100), repeat=3, min_time=0.001)
+    assert isinstance(t, bench.Timing)
+    assert t.loops >= 1 and t.q1_s <= t.median_s <= t.q3_s and t.compile_s > 0
+    assert len(t.times) == 3
+    assert "per call" in str(t) and "first call" in str(t)
+    with pytest.raises(TypeError, match="callable"):
+        bench.timeit(3)
+    with pytest.raises(ValueError, match="repeat"):
+        bench.timeit(_jit_sum, np.ones(3), repeat=0)
+
+
+def test_sweep():
+    seen = []
+
+    def fn(n, a):
+        seen.append(n)
+        return a[:n].sum()
+
+    a = np.ones(1000)
+    res = bench.sweep(fn, "n", [10, 100, 1000], args_for=lambda n: (a,), work_for=lambda n: n,
+                      unit="adds", repeat=2, min_time=0.001, progress=False)
+    assert isinstance(res, bench.SweepResult)
+    assert res.values == [10, 100, 1000]
+    assert len(res.median_s) == 3 and all(m > 0 for m in res.median_s)
+    assert len(res.throughput) == 3 and all(t > 0 for t in res.throughput)
+    assert set(seen) == {10, 100, 1000}
+    assert res.best in res.values
+    text, htm = str(res), res._repr_html_()
+    assert "n" in text and "adds/s" in text and "<table" in htm and "1000" in htm
+    assert res.plot().get_ylabel().startswith("throughput")
+    plt.close("all")
+
+
+def test_sweep_without_work_and_with_progress(capsys):
+    res = bench.sweep(lambda v: v * 2, "v", ["a", "b"], repeat=1, min_time=0, progress=True)
+    assert res.throughput is None and res.best in ("a", "b")
+    assert "time per call" in res.plot().get_ylabel()
+    plt.close("all")
+
+
+@pytest.mark.parametrize("kwargs, exc, msg", [
+    (dict(fn=3, param="n", values=[1]), TypeError, "callable"),
+    (dict(fn=abs, param="", values=[1]), TypeError, "param"),
+    (dict(fn=abs, param="n", values=[]), ValueError, "empty"),
+    (dict(fn=abs, param="n", values=5), TypeError, "list of parameter values"),
+    (dict(fn=abs, param="n", values=[1], args_for=3), TypeError, "args_for"),
+    (dict(fn=abs, param="n", values=[1], work_for=lambda v: -1), ValueError, "work_for"),
+])
+def test_sweep_bad_input(kwargs, exc, msg):
+    with pytest.raises(exc, match=msg):
+        bench.sweep(**{"repeat": 1, "min_time": 0, "progress": False, **kwargs})
+
+
+def test_cli_runs_lab_benchmarks(monkeypatch, capsys):
+    fake = types.ModuleType("labkit.alignment")
+    calls = []
+
+    def run_benchmark(size=None, repeat=5):
+        calls.append((size, repeat))
+        return {"pairs": bench.compare({"scalar": lambda: 1, "simd": lambda: 2}, (), repeat=repeat,
+                                       min_time=0.001, label="fake alignment")}
+
+    fake.run_benchmark = run_benchmark
+    monkeypatch.setitem(sys.modules, "labkit.alignment", fake)
+    monkeypatch.setitem(sys.modules, "labkit.epistasis", None)  # import fails: "not available yet"
+    assert bench.main(["alignment", "--size", "small", "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    assert calls == [("small", 2)]
+    assert "== alignment ==" in out and "fake alignment" in out and "simd" in out and "×" in out
+    assert "cores" in out.splitlines()[0]  # hardware summary first
+    assert bench.main(["bench", "epistasis"]) == 0
+    assert "lab epistasis not available yet" in capsys.readouterr().out
+
+
+def test_cli_reports_failing_lab(monkeypatch, capsys):
+    fake = types.ModuleType("labkit.pcc")
+
+    def run_benchmark(size=None, repeat=5):
+        raise RuntimeError("boom")
+
+    fake.run_benchmark = run_benchmark
+    monkeypatch.setitem(sys.modules, "labkit.pcc", fake)
+    assert bench.main(["pcc", "--repeat", "1"]) == 1
+    assert "boom" in capsys.readouterr().out
+
+
+def test_cli_bad_arguments():
+    with pytest.raises(SystemExit):
+        bench.main(["nolab"])
+    with pytest.raises(SystemExit):
+        bench.main(["pcc", "--repeat", "0"])
