@@ -228,8 +228,9 @@ def roofline(peak_gflops: float, bandwidth_gbs: float, points: Mapping[str, tupl
     roof = np.minimum(peak_gflops, bandwidth_gbs * xs)
     ax.plot(xs, roof, color="#333333", linewidth=2)
     ax.axvline(ridge, color="#aaaaaa", linestyle=":", linewidth=1)
-    ax.text(lo * 1.1, bandwidth_gbs * lo * 1.3, f"{bandwidth_gbs:g} GB/s", fontsize=8, color="#555555",
-            rotation=0)
+    xb = ridge / 8
+    ax.text(xb, bandwidth_gbs * xb * 1.6, f"memory {bandwidth_gbs:g} GB/s", fontsize=8, color="#555555",
+            ha="right", va="bottom")
     ax.text(hi / 1.1, peak_gflops * 1.08, f"peak {peak_gflops:g} GFLOP/s", fontsize=8,
             color="#555555", ha="right", va="bottom")
     for i, (name, (ai, gf)) in enumerate(points.items()):

@@ -1,0 +1,132 @@
+"""Tests for labkit.hardware: probing, fallbacks, feature lookup, summary, doctor."""
+import subprocess
+
+import pytest
+
+from labkit import hardware
+
+
+def test_info_structure():
+    hw = hardware.info()
+    assert isinstance(hw, hardware.HardwareInfo)
+    assert hw is hardware.info()  # cached
+    assert isinstance(hw.cpu, str) and hw.cpu
+    assert hw.logical_cores >= 1 and 1 <= hw.physical_cores <= hw.logical_cores
+    for key in ("l1d", "l2", "l3"):
+        assert hw[key] is None or (isinstance(hw[key], int) and hw[key] > 0)
+    assert set(hw.features) == set(hardware.FEATURES)
+    assert all(isinstance(v, bool) for v in hw.features.values())
+    assert hw.numba and hw.llvmlite and hw.numpy and hw.python
+    assert hw.numba_cpu and hw.numba_threads >= 1
+    assert "cpu" in hw and hw.get("nope", 7) == 7
+    assert dict(hw.items())["cpu"] == hw.cpu
+    with pytest.raises(KeyError, match="known keys"):
+        hw["nope"]
+    d = hw.to_dict()
+    assert isinstance(d["flags"], list) and d["l2"] == hw.l2
+
+
+def test_info_refresh_reprobes():
+    a = hardware.info()
+    b = hardware.info(refresh=True)
+    assert a.cpu == b.cpu and a.features == b.features
+
+
+def test_has_spellings_and_errors():
+    assert hardware.has("sse4.2") == hardware.has("sse4_2")
+    assert hardware.has("avx512vpopcntdq") == hardware.has("avx512_vpopcntdq")
+    assert hardware.has("AVX2") == hardware.info().features["avx2"]
+    with pytest.raises(TypeError, match="avx2"):
+        hardware.has(3)
+    with pytest.raises(TypeError):
+        hardware.has("  ")
+
+
+def test_meaning_for_every_feature():
+    assert set(hardware.MEANING) == set(hardware.FEATURES)
+    assert "vpopcntq" in hardware.MEANING["avx512_vpopcntdq"]
+    assert "×16 int16" in hardware.MEANING["avx2"]
+
+
+def test_summary_is_one_line():
+    s = hardware.summary()
+    hw = hardware.info()
+    assert "\n" not in s and hw.cpu in s and "cores" in s and hw.numba in s
+    html = hw._repr_html_()
+    assert "<table" in html and hw.cpu in html and ("✔" in html or "✘" in html)
+    assert "ISA features" in str(hw)
+
+
+def test_size_parsing():
+    assert hardware._size("32K") == 32768
+    assert hardware._size("1024K") == 1 << 20
+    assert hardware._size("32 MiB") == 32 << 20
+    assert hardware._size("512") == 512
+    assert hardware._size("garbage") is None
+
+
+CPUINFO = """processor\t: 0
+model name\t: Test CPU 9000
+physical id\t: 0
+core id\t\t: 0
+flags\t\t: fpu sse4_2 avx avx2 fma popcnt
+
+processor\t: 1
+model name\t: Test CPU 9000
+physical id\t: 0
+core id\t\t: 0
+flags\t\t: fpu sse4_2 avx avx2 fma popcnt
+
+"""
+
+
+def test_cpuinfo_parsing(monkeypatch):
+    monkeypatch.setattr(hardware, "_read", lambda p: CPUINFO if p == "/proc/cpuinfo" else None)
+    name, flags, phys = hardware._cpuinfo()
+    assert name == "Test CPU 9000" and "avx2" in flags and "avx512f" not in flags and phys == 1
+
+
+def test_lscpu_fallback(monkeypatch):
+    out = ("NAME ONE-SIZE ALL-SIZE WAYS TYPE LEVEL\nL1d 32768 65536 8 Data 1\n"
+           "L1i 32768 65536 8 Instruction 1\nL2 1048576 2097152 8 Unified 2\nL3 33554432 33554432 16 Unified 3\n")
+    monkeypatch.setattr(subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=out, stderr=""))
+    assert hardware._lscpu_caches() == {"l1d": 32768, "l2": 1 << 20, "l3": 32 << 20}
+
+
+def test_probe_without_proc_and_sys(monkeypatch):
+    monkeypatch.setattr(hardware, "_read", lambda p: None)
+    monkeypatch.setattr(hardware, "_lscpu_caches", lambda: {})
+    try:
+        hw = hardware.info(refresh=True)
+        assert hw.cpu and hw.logical_cores >= 1
+        assert hw.l1d is None and hw.l2 is None
+        # ISA flags come from llvmlite's host features instead
+        assert set(hw.features) == set(hardware.FEATURES)
+        assert "cores" in hw.summary() and "?" in hw.summary()
+    finally:
+        monkeypatch.undo()
+        hardware.info(refresh=True)
+
+
+def test_doctor_no_smoke(capsys):
+    assert hardware.doctor(["--no-smoke"]) == 0
+    out = capsys.readouterr().out
+    for f in hardware.FEATURES:
+        assert f in out
+    assert "numba" in out and "caches" in out and ("✔" in out or "✘" in out)
+
+
+def test_doctor_full(capsys):
+    assert hardware.doctor([]) == 0
+    out = capsys.readouterr().out
+    assert "parallel kernel" in out and "jupyterlab" in out and "ipywidgets" in out
+    assert "labkit is ready." in out
+
+
+def test_doctor_fails_with_advice(monkeypatch, capsys):
+    monkeypatch.setattr(hardware, "_check_import",
+                        lambda mod, min_major=None: (False, f"cannot import {mod}: ImportError"))
+    assert hardware.doctor(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "✘ cannot import ipywidgets" in out and "make install" in out and "NOT ready" in out
