@@ -4,6 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PORT    ?= 8888
+LAB_ARGS ?=
 DIR     ?= submissions
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
@@ -18,7 +19,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 lab: install
-	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) $(ROOT_FLAG) notebooks/00_tools.ipynb
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_tools.ipynb
 
 test: install
 	$(BIN)/python tools/ensure_browser.py || true
