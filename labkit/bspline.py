@@ -1,0 +1,611 @@
+"""Lab 02 — B-spline orbitals: value, gradient and Hessian (VGH) of N periodic tricubic splines.
+
+Reproduces the layout study of Mathuriya, Luo, Benali, Shulenburger and Kim, *Optimization and
+parallelization of B-spline based orbital evaluations in QMC on multi/many-core shared memory
+processors* (IPDPS 2017, miniQMC): AoS → SoA → AoSoA (tiles of ``Nb`` splines) and nested
+threading over tiles, with throughput ``T = Nw·N / t`` (VGH evaluations per second).
+
+The spline model (einspline convention): N orbitals share a uniform periodic grid of
+``nx × ny × nz`` points on the box ``[0, Lx) × [0, Ly) × [0, Lz)``; coefficients ``coefs`` have
+shape ``(nx, ny, nz, N)``. Along each axis, with ``u = x/Δ``, ``i0 = floor(u)``, ``t = u − i0``,
+the value is ``Σ_{i=0..3} b_i(t) · P[(i0 + i) mod n]`` where
+``b0 = (1−t)³/6, b1 = (3t³−6t²+4)/6, b2 = (−3t³+3t²+3t+1)/6, b3 = t³/6``; in 3-D the tensor
+product over 4×4×4 = 64 grid points.
+
+Kernels (numba, ``cache=True``), one position each:
+
+* :func:`vgh_aos`   — per spline a 3-vector gradient and a full 3×3 Hessian (13 output streams,
+  strided: the loop over splines does not vectorise).
+* :func:`vgh_soa`   — 10 contiguous output streams ``v, gx, gy, gz, hxx, hxy, hxz, hyy, hyz, hzz``
+  (Hessian symmetry), shape ``(10, N)``.
+* :func:`vgh_aosoa` — splines split into ``M`` tiles of ``Nb``; coefficients ``(M, nx, ny, nz, Nb)``,
+  outputs ``(M, 10, Nb)``; every tile is an independent SoA problem.
+
+:func:`evaluate_vgh` is the friendly entry point for many positions; it returns one canonical
+form whatever the layout: ``value (P, N)``, ``grad (P, N, 3)``, ``hess (P, N, 3, 3)``, float64.
+Positions × tiles are flattened into one ``prange`` (numba has no nested parallel regions).
+float32 coefficients are supported: the kernel then computes in float32 and the result agrees
+with the float64 reference to ``FLOAT32_RTOL`` relative to the size of each quantity.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+__all__ = [
+    "BsplineInputs", "SIZES", "STREAMS", "FLOAT32_RTOL", "make_inputs", "prefactors",
+    "basis", "reference", "vgh_aos", "vgh_soa", "vgh_aosoa", "to_aosoa", "soa_to_canonical",
+    "aos_to_soa", "evaluate_vgh", "validate", "walker_tiles", "traffic_per_eval",
+    "flops_per_eval", "stream_stride", "new_output",
+]
+
+#: The 10 SoA output streams, in order (the Hessian is symmetric: 6 of its 9 entries).
+STREAMS = ("v", "gx", "gy", "gz", "hxx", "hxy", "hxz", "hyy", "hyz", "hzz")
+_HESS_INDEX = ((4, 5, 6), (5, 7, 8), (6, 8, 9))   # stream of hess[a, b]
+
+#: Documented tolerance for float32 coefficients: |err| ≤ rtol · max|quantity| per output.
+FLOAT32_RTOL = 2e-5
+
+#: Named sizes for :func:`make_inputs`: grid, number of splines N, number of positions P.
+SIZES = {
+    "tiny": {"grid": (6, 5, 7), "n": 24, "positions": 8},
+    "small": {"grid": (12, 12, 12), "n": 128, "positions": 64},
+    "seed": {"grid": (48, 48, 60), "n": 512, "positions": 256},
+    "large": {"grid": (48, 48, 60), "n": 1024, "positions": 256},
+}
+
+
+# ----------------------------------------------------------------------------- inputs
+@dataclass
+class BsplineInputs:
+    """Spline coefficients ``(nx, ny, nz, N)`` on the box ``lengths`` and test positions ``(P, 3)``."""
+
+    coefs: np.ndarray
+    positions: np.ndarray
+    lengths: tuple = (1.0, 1.0, 1.0)
+    _tiled: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def grid(self) -> tuple:
+        """Grid points per axis ``(nx, ny, nz)``."""
+        return tuple(int(s) for s in self.coefs.shape[:3])
+
+    @property
+    def n(self) -> int:
+        """Number of splines (orbitals) N."""
+        return int(self.coefs.shape[3])
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the coefficient table in bytes."""
+        return int(self.coefs.nbytes)
+
+    def tiled(self, tile: int) -> np.ndarray:
+        """The AoSoA copy of the coefficients for tile size ``tile`` (cached on this object)."""
+        tile = _check_tile(tile, self.n)
+        if tile not in self._tiled:
+            self._tiled[tile] = to_aosoa(self.coefs, tile)
+        return self._tiled[tile]
+
+    def __repr__(self) -> str:
+        return (f"BsplineInputs(grid={self.grid}, N={self.n}, positions={len(self.positions)}, "
+                f"dtype={self.coefs.dtype}, {self.nbytes / 2**20:.1f} MiB)")
+
+
+def make_inputs(size="small", seed: int = 0) -> BsplineInputs:
+    """Random spline coefficients and positions: ``size`` is a name in SIZES or a dict
+    ``{"grid": (nx, ny, nz), "n": N, "positions": P, "dtype": "float64", "lengths": (Lx, Ly, Lz)}``."""
+    if isinstance(size, str):
+        if size not in SIZES:
+            raise ValueError(f"unknown size {size!r}; use one of {sorted(SIZES)} or a dict "
+                             "like {'grid': (12, 12, 12), 'n': 128, 'positions': 64}")
+        spec = dict(SIZES[size])
+    elif isinstance(size, dict):
+        unknown = set(size) - {"grid", "n", "positions", "dtype", "lengths"}
+        if unknown:
+            raise ValueError(f"unknown keys {sorted(unknown)} in size; allowed: grid, n, "
+                             "positions, dtype, lengths")
+        spec = dict(SIZES["small"])
+        spec.update(size)
+    else:
+        raise TypeError(f"size must be a name {sorted(SIZES)} or a dict, not {type(size).__name__}")
+    grid = tuple(int(g) for g in spec["grid"])
+    if len(grid) != 3 or min(grid) < 1:
+        raise ValueError(f"grid must be three positive sizes (nx, ny, nz), got {spec['grid']}")
+    n, npos = int(spec["n"]), int(spec["positions"])
+    if n < 1 or npos < 1:
+        raise ValueError(f"need n ≥ 1 splines and positions ≥ 1, got n={n}, positions={npos}")
+    dtype = np.dtype(spec.get("dtype", "float64"))
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    lengths = tuple(float(v) for v in spec.get("lengths", (1.0, 1.0, 1.0)))
+    rng = np.random.default_rng(seed)
+    coefs = rng.random(grid + (n,), dtype=dtype)
+    coefs -= dtype.type(0.5)
+    positions = rng.random((npos, 3)) * np.asarray(lengths)
+    return BsplineInputs(coefs=coefs, positions=positions, lengths=lengths)
+
+
+# ----------------------------------------------------------------------------- basis
+def basis(t: float) -> np.ndarray:
+    """The four cubic B-spline weights and their first and second t-derivatives, shape (3, 4)."""
+    t = float(t)
+    s = 1.0 - t
+    return np.array([
+        [s**3 / 6, (3 * t**3 - 6 * t**2 + 4) / 6, (-3 * t**3 + 3 * t**2 + 3 * t + 1) / 6, t**3 / 6],
+        [-s**2 / 2, 1.5 * t**2 - 2 * t, -1.5 * t**2 + t + 0.5, t**2 / 2],
+        [s, 3 * t - 2, 1 - 3 * t, t],
+    ])
+
+
+@njit(cache=True)
+def _prefactors_kernel(positions, grid, lengths, idx, pref):
+    # idx[p, axis, i] = (i0 + i) mod n ; pref[p, axis, order, i] = d^order b_i / dx^order
+    for p in range(positions.shape[0]):
+        for a in range(3):
+            n = grid[a]
+            L = lengths[a]
+            x = positions[p, a]
+            x = x - L * math.floor(x / L)          # wrap into [0, L]
+            u = x * (n / L)
+            fi = math.floor(u)
+            t = u - fi
+            i0 = int(fi) % n
+            dinv = n / L
+            s = 1.0 - t
+            t2 = t * t
+            t3 = t2 * t
+            pref[p, a, 0, 0] = s * s * s / 6.0
+            pref[p, a, 0, 1] = (3.0 * t3 - 6.0 * t2 + 4.0) / 6.0
+            pref[p, a, 0, 2] = (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) / 6.0
+            pref[p, a, 0, 3] = t3 / 6.0
+            pref[p, a, 1, 0] = -0.5 * s * s * dinv
+            pref[p, a, 1, 1] = (1.5 * t2 - 2.0 * t) * dinv
+            pref[p, a, 1, 2] = (-1.5 * t2 + t + 0.5) * dinv
+            pref[p, a, 1, 3] = 0.5 * t2 * dinv
+            pref[p, a, 2, 0] = s * dinv * dinv
+            pref[p, a, 2, 1] = (3.0 * t - 2.0) * dinv * dinv
+            pref[p, a, 2, 2] = (1.0 - 3.0 * t) * dinv * dinv
+            pref[p, a, 2, 3] = t * dinv * dinv
+            for i in range(4):
+                j = i0 + i
+                idx[p, a, i] = j - n if j >= n else j
+
+
+def prefactors(positions, grid, lengths=(1.0, 1.0, 1.0), dtype=np.float64):
+    """Per position: grid indices ``idx (P, 3, 4)`` (already mod n) and basis weights
+    ``pref (P, 3, 3, 4)`` = [axis, derivative order 0/1/2 (in x, not t), i] in ``dtype``."""
+    pos = np.ascontiguousarray(np.atleast_2d(np.asarray(positions, dtype=np.float64)))
+    if pos.ndim != 2 or pos.shape[1] != 3:
+        raise ValueError(f"positions must have shape (P, 3), got {np.shape(positions)}")
+    if not np.all(np.isfinite(pos)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(pos))[0])
+        raise ValueError(f"positions{list(bad)} = {pos[bad]} is not finite; pass finite "
+                         "coordinates (they are wrapped into the periodic box)")
+    g = np.asarray(grid, dtype=np.int64)
+    L = np.asarray(lengths, dtype=np.float64)
+    idx = np.empty((pos.shape[0], 3, 4), dtype=np.int64)
+    pref = np.empty((pos.shape[0], 3, 3, 4), dtype=np.float64)
+    _prefactors_kernel(pos, g, L, idx, pref)
+    return idx, pref.astype(dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------- reference
+def reference(inputs, positions=None):
+    """Plain-numpy VGH by tensor contraction of the 4×4×4 coefficient block: ``(value, grad, hess)``
+    with shapes ``(P, N)``, ``(P, N, 3)``, ``(P, N, 3, 3)`` in float64 (slow, obviously correct)."""
+    coefs, lengths = _unpack(inputs)
+    if positions is None:
+        if not isinstance(inputs, BsplineInputs):
+            raise ValueError("pass positions when inputs is a bare coefficient array")
+        positions = inputs.positions
+    pos = np.atleast_2d(np.asarray(positions, dtype=np.float64))
+    grid = coefs.shape[:3]
+    N = coefs.shape[3]
+    P = pos.shape[0]
+    value = np.empty((P, N))
+    grad = np.empty((P, N, 3))
+    hess = np.empty((P, N, 3, 3))
+    for p in range(P):
+        w, ix = [], []
+        for a in range(3):
+            n, L = grid[a], lengths[a]
+            u = (pos[p, a] % L) * n / L
+            i0 = int(np.floor(u))
+            t = u - i0
+            d = n / L
+            w.append(basis(t) * np.array([[1.0], [d], [d * d]]))
+            ix.append((i0 + np.arange(4)) % n)
+        block = coefs[np.ix_(ix[0], ix[1], ix[2])].astype(np.float64)   # (4, 4, 4, N)
+        wx, wy, wz = w
+
+        def c(ox, oy, oz):
+            return np.einsum("i,j,k,ijkn->n", wx[ox], wy[oy], wz[oz], block)
+
+        value[p] = c(0, 0, 0)
+        grad[p, :, 0], grad[p, :, 1], grad[p, :, 2] = c(1, 0, 0), c(0, 1, 0), c(0, 0, 1)
+        for a in range(3):
+            for b in range(a, 3):
+                order = [0, 0, 0]
+                order[a] += 1
+                order[b] += 1
+                hess[p, :, a, b] = hess[p, :, b, a] = c(*order)
+    return value, grad, hess
+
+
+def validate(result, expected, *, rtol: float = 1e-10, atol: float | None = None) -> None:
+    """Raise AssertionError naming the first differing entry of value/grad/hess (canonical form)."""
+    names = ("value", "grad", "hess")
+    if not isinstance(result, (tuple, list)) or len(result) != 3:
+        raise AssertionError("result must be the tuple (value, grad, hess) in canonical form "
+                             "(P, N), (P, N, 3), (P, N, 3, 3); convert SoA output with "
+                             "labkit.bspline.soa_to_canonical")
+    for name, got, exp in zip(names, result, expected):
+        got = np.asarray(got)
+        exp = np.asarray(exp)
+        if got.shape != exp.shape:
+            raise AssertionError(f"{name} has shape {got.shape}, expected {exp.shape}")
+        scale = float(np.max(np.abs(exp))) if exp.size else 1.0
+        tol = (atol if atol is not None else 0.0) + rtol * max(scale, 1e-300)
+        bad = ~(np.abs(got.astype(np.float64) - exp) <= tol)
+        if bad.any():
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            nbad = int(bad.sum())
+            raise AssertionError(
+                f"{name}[{', '.join(map(str, first))}] = {got[first]:.10g}, expected "
+                f"{exp[first]:.10g} (tolerance {tol:.2g}; {nbad - 1} more differ)")
+
+
+# ----------------------------------------------------------------------------- kernels
+@njit(cache=True, fastmath=True)
+def vgh_aos(coefs, idx, pref, v, g, h):
+    """AoS VGH at one position: ``v (N,)``, ``g (N, 3)``, ``h (N, 3, 3)`` overwritten."""
+    N = coefs.shape[3]
+    for n in range(N):
+        v[n] = 0.0
+        for a in range(3):
+            g[n, a] = 0.0
+            for b in range(3):
+                h[n, a, b] = 0.0
+    k0, k1, k2, k3 = idx[2, 0], idx[2, 1], idx[2, 2], idx[2, 3]
+    c0, c1, c2, c3 = pref[2, 0, 0], pref[2, 0, 1], pref[2, 0, 2], pref[2, 0, 3]
+    d0, d1, d2, d3 = pref[2, 1, 0], pref[2, 1, 1], pref[2, 1, 2], pref[2, 1, 3]
+    e0, e1, e2, e3 = pref[2, 2, 0], pref[2, 2, 1], pref[2, 2, 2], pref[2, 2, 3]
+    for i in range(4):
+        ix = idx[0, i]
+        a, da, d2a = pref[0, 0, i], pref[0, 1, i], pref[0, 2, i]
+        for j in range(4):
+            iy = idx[1, j]
+            b, db, d2b = pref[1, 0, j], pref[1, 1, j], pref[1, 2, j]
+            ab, dab, adb = a * b, da * b, a * db
+            d2ab, dadb, ad2b = d2a * b, da * db, a * d2b
+            for n in range(N):
+                p0 = coefs[ix, iy, k0, n]
+                p1 = coefs[ix, iy, k1, n]
+                p2 = coefs[ix, iy, k2, n]
+                p3 = coefs[ix, iy, k3, n]
+                vz = c0 * p0 + c1 * p1 + c2 * p2 + c3 * p3
+                dz = d0 * p0 + d1 * p1 + d2 * p2 + d3 * p3
+                d2z = e0 * p0 + e1 * p1 + e2 * p2 + e3 * p3
+                v[n] += ab * vz
+                g[n, 0] += dab * vz
+                g[n, 1] += adb * vz
+                g[n, 2] += ab * dz
+                h[n, 0, 0] += d2ab * vz
+                h[n, 0, 1] += dadb * vz
+                h[n, 0, 2] += dab * dz
+                h[n, 1, 0] += dadb * vz
+                h[n, 1, 1] += ad2b * vz
+                h[n, 1, 2] += adb * dz
+                h[n, 2, 0] += dab * dz
+                h[n, 2, 1] += adb * dz
+                h[n, 2, 2] += ab * d2z
+
+
+@njit(cache=True, fastmath=True)
+def vgh_soa(coefs, idx, pref, out):
+    """SoA VGH at one position: ``out (10, N)`` overwritten with the streams in STREAMS order."""
+    N = coefs.shape[3]
+    for s in range(10):
+        for n in range(N):
+            out[s, n] = 0.0
+    k0, k1, k2, k3 = idx[2, 0], idx[2, 1], idx[2, 2], idx[2, 3]
+    c0, c1, c2, c3 = pref[2, 0, 0], pref[2, 0, 1], pref[2, 0, 2], pref[2, 0, 3]
+    d0, d1, d2, d3 = pref[2, 1, 0], pref[2, 1, 1], pref[2, 1, 2], pref[2, 1, 3]
+    e0, e1, e2, e3 = pref[2, 2, 0], pref[2, 2, 1], pref[2, 2, 2], pref[2, 2, 3]
+    for i in range(4):
+        ix = idx[0, i]
+        a, da, d2a = pref[0, 0, i], pref[0, 1, i], pref[0, 2, i]
+        for j in range(4):
+            iy = idx[1, j]
+            b, db, d2b = pref[1, 0, j], pref[1, 1, j], pref[1, 2, j]
+            ab, dab, adb = a * b, da * b, a * db
+            d2ab, dadb, ad2b = d2a * b, da * db, a * d2b
+            for n in range(N):
+                p0 = coefs[ix, iy, k0, n]
+                p1 = coefs[ix, iy, k1, n]
+                p2 = coefs[ix, iy, k2, n]
+                p3 = coefs[ix, iy, k3, n]
+                vz = c0 * p0 + c1 * p1 + c2 * p2 + c3 * p3
+                dz = d0 * p0 + d1 * p1 + d2 * p2 + d3 * p3
+                d2z = e0 * p0 + e1 * p1 + e2 * p2 + e3 * p3
+                out[0, n] += ab * vz
+                out[1, n] += dab * vz
+                out[2, n] += adb * vz
+                out[3, n] += ab * dz
+                out[4, n] += d2ab * vz
+                out[5, n] += dadb * vz
+                out[6, n] += dab * dz
+                out[7, n] += ad2b * vz
+                out[8, n] += adb * dz
+                out[9, n] += ab * d2z
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _tile_vgh(tcoefs, m, idx, pref, p, out, q):
+    # one (position p, tile m) task: out[q, m] (10, Nb) ← VGH of tile m of tcoefs at position p.
+    # Only direct element indexing (no slices/views) so that, inside a prange body, numba's alias
+    # analysis finds no aliases and marks the arrays noalias: LLVM then drops its run-time
+    # overlap checks, which otherwise dominate for small tiles.
+    Nb = tcoefs.shape[4]
+    for s in range(10):
+        for n in range(Nb):
+            out[q, m, s, n] = 0.0
+    k0, k1, k2, k3 = idx[p, 2, 0], idx[p, 2, 1], idx[p, 2, 2], idx[p, 2, 3]
+    c0, c1, c2, c3 = pref[p, 2, 0, 0], pref[p, 2, 0, 1], pref[p, 2, 0, 2], pref[p, 2, 0, 3]
+    d0, d1, d2, d3 = pref[p, 2, 1, 0], pref[p, 2, 1, 1], pref[p, 2, 1, 2], pref[p, 2, 1, 3]
+    e0, e1, e2, e3 = pref[p, 2, 2, 0], pref[p, 2, 2, 1], pref[p, 2, 2, 2], pref[p, 2, 2, 3]
+    for i in range(4):
+        ix = idx[p, 0, i]
+        a, da, d2a = pref[p, 0, 0, i], pref[p, 0, 1, i], pref[p, 0, 2, i]
+        for j in range(4):
+            iy = idx[p, 1, j]
+            b, db, d2b = pref[p, 1, 0, j], pref[p, 1, 1, j], pref[p, 1, 2, j]
+            ab, dab, adb = a * b, da * b, a * db
+            d2ab, dadb, ad2b = d2a * b, da * db, a * d2b
+            for n in range(Nb):
+                p0 = tcoefs[m, ix, iy, k0, n]
+                p1 = tcoefs[m, ix, iy, k1, n]
+                p2 = tcoefs[m, ix, iy, k2, n]
+                p3 = tcoefs[m, ix, iy, k3, n]
+                vz = c0 * p0 + c1 * p1 + c2 * p2 + c3 * p3
+                dz = d0 * p0 + d1 * p1 + d2 * p2 + d3 * p3
+                d2z = e0 * p0 + e1 * p1 + e2 * p2 + e3 * p3
+                out[q, m, 0, n] += ab * vz
+                out[q, m, 1, n] += dab * vz
+                out[q, m, 2, n] += adb * vz
+                out[q, m, 3, n] += ab * dz
+                out[q, m, 4, n] += d2ab * vz
+                out[q, m, 5, n] += dadb * vz
+                out[q, m, 6, n] += dab * dz
+                out[q, m, 7, n] += ad2b * vz
+                out[q, m, 8, n] += adb * dz
+                out[q, m, 9, n] += ab * d2z
+
+
+@njit(cache=True, fastmath=True)
+def vgh_aosoa(tcoefs, idx, pref, out):
+    """AoSoA VGH at one position: ``tcoefs (M, nx, ny, nz, Nb)``, ``out (M, 10, Nb)`` overwritten."""
+    idx3 = idx.reshape((1, 3, 4))
+    pref4 = pref.reshape((1, 3, 3, 4))
+    out4 = out.reshape((1,) + out.shape)
+    for m in range(tcoefs.shape[0]):
+        _tile_vgh(tcoefs, m, idx3, pref4, 0, out4, 0)
+
+
+@njit(cache=True, parallel=True)
+def _batch_tiles(tcoefs, idx, pref, out):
+    # positions × tiles flattened into one parallel loop: task t → (position t // M, tile t % M)
+    M = tcoefs.shape[0]
+    P = idx.shape[0]
+    for t in prange(P * M):
+        p = t // M
+        m = t - p * M
+        _tile_vgh(tcoefs, m, idx, pref, p, out, p)
+
+
+@njit(cache=True, parallel=True)
+def _batch_aos(coefs, idx, pref, v, g, h):
+    # walkers in parallel, AoS outputs (P, N), (P, N, 3), (P, N, 3, 3)
+    for p in prange(idx.shape[0]):
+        vgh_aos(coefs, idx[p], pref[p], v[p], g[p], h[p])
+
+
+@njit(cache=True, parallel=True)
+def _walker_tiles(tcoefs, idx, pref, out):
+    # one walker, moves one after another; each move's M tiles shared by the threads
+    M = tcoefs.shape[0]
+    for p in range(idx.shape[0]):
+        for m in prange(M):
+            _tile_vgh(tcoefs, m, idx, pref, p, out, 0)
+
+
+# ----------------------------------------------------------------------------- layouts
+def to_aosoa(coefs, tile: int) -> np.ndarray:
+    """Coefficients ``(nx, ny, nz, N)`` → tiles ``(M, nx, ny, nz, Nb)``, M = ceil(N/Nb); a ragged
+    last tile is padded with zero splines (their outputs are dropped)."""
+    coefs = _check_coefs(coefs)
+    N = coefs.shape[3]
+    tile = _check_tile(tile, N)
+    M = -(-N // tile)
+    out = np.zeros((M,) + coefs.shape[:3] + (tile,), dtype=coefs.dtype)
+    for m in range(M):
+        lo, hi = m * tile, min(N, (m + 1) * tile)
+        out[m, ..., : hi - lo] = coefs[..., lo:hi]
+    return out
+
+
+def soa_to_canonical(out):
+    """SoA streams ``(..., 10, N)`` → ``(value, grad, hess)`` with shapes ``(..., N)``,
+    ``(..., N, 3)``, ``(..., N, 3, 3)`` (float64)."""
+    out = np.asarray(out)
+    if out.ndim < 2 or out.shape[-2] != 10:
+        raise ValueError(f"SoA output must have shape (..., 10, N), got {out.shape}")
+    o = np.moveaxis(out, -2, 0).astype(np.float64)          # (10, ..., N)
+    value = o[0].copy()
+    grad = np.stack([o[1], o[2], o[3]], axis=-1)
+    hess = np.stack([np.stack([o[_HESS_INDEX[a][b]] for b in range(3)], axis=-1)
+                     for a in range(3)], axis=-2)
+    return value, grad, hess
+
+
+def aos_to_soa(v, g, h):
+    """AoS ``v (N,)``, ``g (N, 3)``, ``h (N, 3, 3)`` → SoA ``(10, N)`` (upper triangle of h)."""
+    v, g, h = np.asarray(v), np.asarray(g), np.asarray(h)
+    N = v.shape[-1]
+    if g.shape[-2:] != (N, 3) or h.shape[-3:] != (N, 3, 3):
+        raise ValueError(f"expected v (N,), g (N, 3), h (N, 3, 3); got {v.shape}, {g.shape}, {h.shape}")
+    return np.stack([v, g[..., 0], g[..., 1], g[..., 2], h[..., 0, 0], h[..., 0, 1],
+                     h[..., 0, 2], h[..., 1, 1], h[..., 1, 2], h[..., 2, 2]], axis=-2)
+
+
+# ----------------------------------------------------------------------------- entry point
+def _check_coefs(coefs) -> np.ndarray:
+    if not isinstance(coefs, np.ndarray):
+        raise TypeError(f"coefficients must be a numpy array (nx, ny, nz, N), not "
+                        f"{type(coefs).__name__}")
+    if coefs.ndim != 4:
+        raise ValueError(f"coefficients must have rank 4 (nx, ny, nz, N), got shape {coefs.shape}; "
+                         "for one spline add a trailing axis: coefs[..., None]")
+    if coefs.dtype not in (np.float32, np.float64):
+        raise TypeError(f"coefficients must be float32 or float64, got {coefs.dtype}; "
+                        "convert with coefs.astype(np.float64)")
+    if coefs.shape[3] == 0:
+        raise ValueError("N = 0 splines: the coefficient array (nx, ny, nz, N) needs N ≥ 1")
+    if min(coefs.shape[:3]) < 1:
+        raise ValueError(f"every grid axis needs at least 1 point, got {coefs.shape[:3]}")
+    if not coefs.flags.c_contiguous:
+        coefs = np.ascontiguousarray(coefs)
+    return coefs
+
+
+def _check_tile(tile, N: int) -> int:
+    if isinstance(tile, bool) or not isinstance(tile, (int, np.integer)):
+        raise TypeError(f"tile must be a positive int (splines per tile), not {tile!r}")
+    tile = int(tile)
+    if tile < 1:
+        raise ValueError(f"tile must be ≥ 1, got {tile}")
+    return min(tile, N)
+
+
+def _unpack(spline):
+    if isinstance(spline, BsplineInputs):
+        coefs, lengths = spline.coefs, spline.lengths
+    else:
+        coefs, lengths = spline, (1.0, 1.0, 1.0)
+    coefs = _check_coefs(coefs)
+    lengths = tuple(float(v) for v in lengths)
+    if len(lengths) != 3 or not all(np.isfinite(v) and v > 0 for v in lengths):
+        raise ValueError(f"lengths must be three positive finite box sizes, got {lengths}")
+    return coefs, lengths
+
+
+@contextlib.contextmanager
+def _threads(threads):
+    if threads is None:
+        yield numba.get_num_threads()
+        return
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be a positive int or None, got {threads!r}")
+    threads = min(int(threads), numba.config.NUMBA_NUM_THREADS)
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        numba.set_num_threads(old)
+
+
+def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | None = None,
+                 threads: int | None = None):
+    """VGH of all N splines at every position → ``(value (P, N), grad (P, N, 3),
+    hess (P, N, 3, 3))`` float64, whatever the layout ("aos", "soa", "aosoa" with ``tile``)."""
+    coefs, lengths = _unpack(spline_or_coefs)
+    if layout not in ("aos", "soa", "aosoa"):
+        raise ValueError(f"layout must be 'aos', 'soa' or 'aosoa', got {layout!r}")
+    N = coefs.shape[3]
+    if layout == "aosoa":
+        if tile is None:
+            raise ValueError("layout='aosoa' needs tile=Nb (splines per tile), e.g. tile=64")
+        tile = _check_tile(tile, N)
+    elif tile is not None:
+        raise ValueError(f"tile is only used with layout='aosoa' (got layout={layout!r})")
+    idx, pref = prefactors(positions, coefs.shape[:3], lengths, dtype=coefs.dtype)
+    P = idx.shape[0]
+    with _threads(threads):
+        if layout == "aos":
+            v = np.empty((P, N), coefs.dtype)
+            g = np.empty((P, N, 3), coefs.dtype)
+            h = np.empty((P, N, 3, 3), coefs.dtype)
+            _batch_aos(coefs, idx, pref, v, g, h)
+            return (v.astype(np.float64, copy=False), g.astype(np.float64, copy=False),
+                    h.astype(np.float64, copy=False))
+        if layout == "soa":
+            tc = coefs.reshape((1,) + coefs.shape)
+        elif isinstance(spline_or_coefs, BsplineInputs):
+            tc = spline_or_coefs.tiled(tile)
+        else:
+            tc = to_aosoa(coefs, tile)
+        M, Nb = tc.shape[0], tc.shape[4]
+        out = np.empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)
+        _batch_tiles(tc, idx, pref, out)
+    soa = np.moveaxis(out[..., :Nb], 1, 2).reshape(P, 10, M * Nb)[:, :, :N]
+    return soa_to_canonical(soa)
+
+
+def stream_stride(nb: int, dtype=np.float64) -> int:
+    """Elements between two SoA output streams: ``nb``, plus one cache line when the streams
+    would otherwise sit a multiple of 2 KiB apart (10 streams on the same L1 sets thrash, and
+    4 KiB-aliased loads wait on unrelated stores)."""
+    item = np.dtype(dtype).itemsize
+    return int(nb) + (64 // item if (int(nb) * item) % 2048 == 0 else 0)
+
+
+def new_output(n: int, layout: str = "soa", dtype=np.float64, tile: int | None = None):
+    """Output buffer(s) for one position: AoS ``(v, g, h)``, SoA ``(10, ld)``, AoSoA ``(M, 10, ld)``
+    with the padded stream stride of :func:`stream_stride` (kernels loop over the first N/Nb)."""
+    if layout == "aos":
+        return np.zeros(n, dtype), np.zeros((n, 3), dtype), np.zeros((n, 3, 3), dtype)
+    if layout == "soa":
+        return np.zeros((10, stream_stride(n, dtype)), dtype)
+    if layout == "aosoa":
+        tile = _check_tile(tile, n)
+        return np.zeros((-(-n // tile), 10, stream_stride(tile, dtype)), dtype)
+    raise ValueError(f"layout must be 'aos', 'soa' or 'aosoa', got {layout!r}")
+
+
+def walker_tiles(spline_or_coefs, positions, tile: int, threads: int | None = None) -> np.ndarray:
+    """Nested threading as in the seed: ONE walker's moves, one after another, each move's
+    tiles shared by ``threads`` threads; returns the SoA streams of the last move ``(10, N)``."""
+    coefs, lengths = _unpack(spline_or_coefs)
+    N = coefs.shape[3]
+    tile = _check_tile(tile, N)
+    tc = (spline_or_coefs.tiled(tile) if isinstance(spline_or_coefs, BsplineInputs)
+          else to_aosoa(coefs, tile))
+    idx, pref = prefactors(positions, coefs.shape[:3], lengths, dtype=coefs.dtype)
+    out = np.empty((1, tc.shape[0], 10, stream_stride(tile, coefs.dtype)), coefs.dtype)
+    with _threads(threads):
+        _walker_tiles(tc, idx, pref, out)
+    return np.moveaxis(out[0, :, :, :tile], 0, 1).reshape(10, -1)[:, :N].astype(np.float64)
+
+
+def flops_per_eval() -> int:
+    """Floating-point operations per spline per position in these kernels (FMA = 2): for each
+    of the 16 (i, j) columns, 3 z-sums (4 mul/fma each) and 10 output FMAs → 16·(2·19 + 3) = 656."""
+    return 16 * (2 * 19 + 3)
+
+
+def traffic_per_eval(layout: str = "soa", dtype=np.float64) -> dict:
+    """Bytes moved per spline per position: ``coef_reads`` (64 coefficients), ``out_writes``
+    (10 SoA / 13 AoS outputs written once), and ``out_rmw`` (the read-modify-write of the
+    outputs for each of the 16 (i, j) columns, which stays in cache when the outputs fit)."""
+    item = np.dtype(dtype).itemsize
+    streams = 13 if layout == "aos" else 10
+    return {"coef_reads": 64 * item, "out_writes": streams * item,
+            "out_rmw": 16 * 2 * streams * item}

@@ -1,0 +1,235 @@
+"""Tests for labkit.bspline (lab 02): kernels vs the numpy reference vs scipy's NdBSpline."""
+import numpy as np
+import pytest
+
+from labkit import bspline as bs
+
+scipy_interp = pytest.importorskip("scipy.interpolate")
+
+
+def _ndbspline(coefs, lengths):
+    """Independent oracle: scipy NdBSpline with knots Δ·arange(-3, n+4), coefficients mod n."""
+    grid = coefs.shape[:3]
+    knots = tuple((L / n) * np.arange(-3, n + 4) for n, L in zip(grid, lengths))
+    ext = coefs[np.ix_(*[np.arange(n + 3) % n for n in grid])].astype(np.float64)
+    return scipy_interp.NdBSpline(knots, ext, 3)
+
+
+def _oracle(coefs, lengths, positions):
+    spl = _ndbspline(coefs, lengths)
+    wrapped = np.mod(positions, np.asarray(lengths))
+    value = spl(wrapped)
+    grad = np.stack([spl(wrapped, nu=nu) for nu in ((1, 0, 0), (0, 1, 0), (0, 0, 1))], axis=-1)
+    hess = np.empty(value.shape + (3, 3))
+    for a in range(3):
+        for b in range(3):
+            nu = [0, 0, 0]
+            nu[a] += 1
+            nu[b] += 1
+            hess[..., a, b] = spl(wrapped, nu=tuple(nu))
+    return value, grad, hess
+
+
+@pytest.fixture(scope="module")
+def inp():
+    x = bs.make_inputs({"grid": (6, 5, 7), "n": 24, "positions": 9, "lengths": (1.0, 1.3, 0.7)},
+                       seed=3)
+    # positions outside the box and on grid points exercise the periodic wrap
+    x.positions[0] = (-0.25, 2.9, 0.0)
+    x.positions[1] = (1.0, 1.3, 0.7)
+    x.positions[2] = (0.5, 0.26, 0.1)
+    return x
+
+
+@pytest.fixture(scope="module")
+def ref(inp):
+    return bs.reference(inp)
+
+
+def test_reference_matches_ndbspline(inp, ref):
+    oracle = _oracle(inp.coefs, inp.lengths, inp.positions)
+    bs.validate(ref, oracle, rtol=1e-11)
+
+
+def test_basis_partition_of_unity_and_derivatives():
+    for t in (0.0, 0.3, 0.999):
+        w = bs.basis(t)
+        assert abs(w[0].sum() - 1) < 1e-14
+        assert abs(w[1].sum()) < 1e-14 and abs(w[2].sum()) < 1e-14
+        h = 1e-6
+        num = (bs.basis(t + h)[0] - bs.basis(t - h)[0]) / (2 * h)
+        assert np.allclose(num, w[1], atol=1e-8)
+
+
+@pytest.mark.parametrize("layout,tile", [("aos", None), ("soa", None), ("aosoa", 8), ("aosoa", 5),
+                                         ("aosoa", 1), ("aosoa", 24), ("aosoa", 100)])
+def test_layouts_match_reference(inp, ref, layout, tile):
+    got = bs.evaluate_vgh(inp, inp.positions, layout=layout, tile=tile)
+    assert [g.dtype for g in got] == [np.float64] * 3
+    assert got[0].shape == (9, 24) and got[1].shape == (9, 24, 3) and got[2].shape == (9, 24, 3, 3)
+    bs.validate(got, ref, rtol=1e-12)
+
+
+def test_bare_coefficients_unit_cube():
+    x = bs.make_inputs("tiny", seed=1)
+    got = bs.evaluate_vgh(x.coefs, x.positions, layout="aosoa", tile=7)
+    bs.validate(got, bs.reference(x.coefs, x.positions), rtol=1e-12)
+
+
+def test_hessian_symmetric(inp):
+    _, _, h = bs.evaluate_vgh(inp, inp.positions, layout="soa")
+    assert np.array_equal(h, np.swapaxes(h, -1, -2))
+
+
+@pytest.mark.parametrize("layout,tile", [("aos", None), ("soa", None), ("aosoa", 16)])
+def test_float32_within_documented_tolerance(layout, tile):
+    x = bs.make_inputs({"grid": (8, 9, 10), "n": 40, "positions": 12, "dtype": "float32"}, seed=5)
+    ref = bs.reference(x)
+    got = bs.evaluate_vgh(x, x.positions, layout=layout, tile=tile)
+    assert got[0].dtype == np.float64
+    bs.validate(got, ref, rtol=bs.FLOAT32_RTOL)
+    with pytest.raises(AssertionError):          # and it is genuinely float32, not float64
+        bs.validate(got, ref, rtol=1e-12)
+
+
+def test_threads_give_identical_results(inp):
+    one = bs.evaluate_vgh(inp, inp.positions, layout="aosoa", tile=8, threads=1)
+    two = bs.evaluate_vgh(inp, inp.positions, layout="aosoa", tile=8, threads=2)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)
+
+
+def test_single_position_kernels(inp, ref):
+    idx, pref = bs.prefactors(inp.positions, inp.grid, inp.lengths)
+    p = 4
+    v, g, h = bs.new_output(inp.n, "aos")
+    bs.vgh_aos(inp.coefs, idx[p], pref[p], v, g, h)
+    bs.validate((v[None], g[None], h[None]), tuple(r[p:p + 1] for r in ref), rtol=1e-12)
+    out = bs.new_output(inp.n, "soa")
+    bs.vgh_soa(inp.coefs, idx[p], pref[p], out)
+    got = bs.soa_to_canonical(out[:, :inp.n][None])
+    bs.validate(got, tuple(r[p:p + 1] for r in ref), rtol=1e-12)
+    tile = 10                                    # ragged: 24 = 10 + 10 + 4
+    tout = bs.new_output(inp.n, "aosoa", tile=tile)
+    bs.vgh_aosoa(inp.tiled(tile), idx[p], pref[p], tout)
+    soa = np.moveaxis(tout[:, :, :tile], 0, 1).reshape(10, -1)[:, :inp.n]
+    assert np.allclose(soa, out[:, :inp.n], rtol=1e-13, atol=1e-13)
+
+
+def test_stream_stride_pads_power_of_two_rows():
+    assert bs.stream_stride(512) == 520 and bs.stream_stride(256) == 264
+    assert bs.stream_stride(100) == 100 and bs.stream_stride(512, np.float32) == 528
+
+
+def test_walker_tiles_is_last_move(inp, ref):
+    soa = bs.walker_tiles(inp, inp.positions, tile=8, threads=2)
+    exp = bs.aos_to_soa(ref[0][-1], ref[1][-1], ref[2][-1])
+    assert np.allclose(soa, exp, rtol=1e-12, atol=1e-10)
+
+
+def test_conversions_round_trip(ref):
+    soa = bs.aos_to_soa(ref[0], ref[1], ref[2])
+    assert soa.shape == (9, 10, 24)
+    back = bs.soa_to_canonical(soa)
+    for a, b in zip(back, ref):
+        assert np.array_equal(a, b)
+
+
+def test_to_aosoa_pads_ragged_tile():
+    c = np.arange(2 * 2 * 2 * 5, dtype=np.float64).reshape(2, 2, 2, 5)
+    t = bs.to_aosoa(c, 2)
+    assert t.shape == (3, 2, 2, 2, 2)
+    assert np.array_equal(t[2, ..., 0], c[..., 4]) and not t[2, ..., 1].any()
+
+
+def test_traffic_and_flops():
+    assert bs.traffic_per_eval("soa")["coef_reads"] == 512
+    assert bs.traffic_per_eval("aos", np.float32)["out_writes"] == 52
+    assert bs.flops_per_eval() == 656
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_coefficient_rank():
+    with pytest.raises(ValueError, match="rank 4"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4)), [[0.1, 0.2, 0.3]])
+
+
+def test_zero_splines():
+    with pytest.raises(ValueError, match="N = 0"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 0)), [[0.1, 0.2, 0.3]])
+
+
+def test_integer_coefficients():
+    with pytest.raises(TypeError, match="float32 or float64"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 2), dtype=np.int64), [[0.1, 0.2, 0.3]])
+
+
+def test_list_coefficients():
+    with pytest.raises(TypeError, match="numpy array"):
+        bs.evaluate_vgh([[[[1.0]]]], [[0.1, 0.2, 0.3]])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_positions(bad):
+    with pytest.raises(ValueError, match="not finite"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 2)), [[0.1, 0.2, 0.3], [0.1, bad, 0.3]])
+
+
+def test_positions_shape():
+    with pytest.raises(ValueError, match=r"\(P, 3\)"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 2)), [[0.1, 0.2]])
+
+
+@pytest.mark.parametrize("tile,exc", [(0, ValueError), (-3, ValueError), (2.5, TypeError),
+                                      (True, TypeError)])
+def test_bad_tile(tile, exc):
+    with pytest.raises(exc, match="tile"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], layout="aosoa", tile=tile)
+
+
+def test_tile_needs_aosoa_and_vice_versa():
+    with pytest.raises(ValueError, match="needs tile"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], layout="aosoa")
+    with pytest.raises(ValueError, match="only used with layout='aosoa'"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], tile=4)
+
+
+def test_bad_layout_and_threads():
+    with pytest.raises(ValueError, match="layout"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], layout="soaos")
+    with pytest.raises(ValueError, match="threads"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], threads=0)
+
+
+def test_bad_lengths():
+    x = bs.make_inputs("tiny")
+    x.lengths = (1.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="lengths"):
+        bs.evaluate_vgh(x, x.positions)
+
+
+def test_make_inputs_errors_and_sizes():
+    x = bs.make_inputs("tiny", seed=0)
+    assert x.coefs.shape == (6, 5, 7, 24) and x.positions.shape == (8, 3)
+    y = bs.make_inputs("tiny", seed=0)
+    assert np.array_equal(x.coefs, y.coefs)
+    assert "N=24" in repr(x)
+    with pytest.raises(ValueError, match="unknown size"):
+        bs.make_inputs("huge")
+    with pytest.raises(ValueError, match="unknown keys"):
+        bs.make_inputs({"gird": (4, 4, 4)})
+    with pytest.raises(TypeError):
+        bs.make_inputs(3)
+    with pytest.raises(ValueError, match="dtype"):
+        bs.make_inputs({"dtype": "int32"})
+
+
+def test_validate_messages(ref):
+    bad = [r.copy() for r in ref]
+    bad[1][2, 3, 1] += 1.0
+    with pytest.raises(AssertionError, match=r"grad\[2, 3, 1\]"):
+        bs.validate(tuple(bad), ref)
+    with pytest.raises(AssertionError, match="shape"):
+        bs.validate((ref[0][:1], ref[1], ref[2]), ref)
+    with pytest.raises(AssertionError, match="canonical"):
+        bs.validate(ref[0], ref)
