@@ -144,6 +144,8 @@ def _time_loops(fn: Callable, args: tuple, loops: int) -> float:
 
 def _autoscale(fn: Callable, args: tuple, min_time: float, first_s: float) -> int:
     """Number of loops so one repeat of `fn(*args)` lasts at least min_time seconds."""
+    if first_s >= min_time and not is_jitted(fn):
+        return 1  # a slow plain-Python call: its first call already was a fair measurement
     loops = 1
     t = _time_loops(fn, args, 1)
     for _ in range(12):
@@ -623,10 +625,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError as e:
-            if e.name in (modname, "labkit." + lab):
+            if e.name == modname:
                 print(f"\n== {lab} ==\nlab {lab} not available yet")
                 continue
-            raise
+            if (e.name or "").startswith(modname + "."):  # a lab package still being written
+                print(f"\n== {lab} ==\nlab {lab} not available yet ({e})")
+                continue
+            print(f"\n== {lab} ==\nlab {lab} could not be imported: {e} (run `labkit doctor`)")
+            failed.append(lab)
+            continue
+        except Exception as e:
+            traceback.print_exc()
+            print(f"\n== {lab} ==\nlab {lab} could not be imported: {type(e).__name__}: {e}")
+            failed.append(lab)
+            continue
         run = getattr(mod, "run_benchmark", None)
         if run is None:
             print(f"\n== {lab} ==\nlab {lab} not available yet (no run_benchmark)")

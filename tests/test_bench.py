@@ -270,3 +270,18 @@ def test_cli_bad_arguments():
         bench.main(["nolab"])
     with pytest.raises(SystemExit):
         bench.main(["pcc", "--repeat", "0"])
+
+
+def test_cli_lab_with_broken_import(monkeypatch, capsys):
+    import importlib
+
+    real = importlib.import_module
+
+    def fake_import(name, *a, **k):
+        if name == "labkit.bspline":
+            raise ModuleNotFoundError("No module named 'somedep'", name="somedep")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", fake_import)
+    assert bench.main(["bspline"]) == 1
+    assert "could not be imported" in capsys.readouterr().out
