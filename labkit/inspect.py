@@ -1120,7 +1120,8 @@ def _parse_remarks(text: str) -> list[list]:
         if m:
             out.append([m.group(1), int(m.group(2)), int(m.group(3)), m.group(4).strip()])
         elif out and line.strip() and not line.startswith(("/", "  warnings.warn")):
-            out[-1][3] += " " + line.strip()
+            prev = out[-1][3].rstrip()
+            out[-1][3] = prev + (" " if prev.endswith((".", ":", ";")) else ". ") + line.strip()
     return out
 
 
