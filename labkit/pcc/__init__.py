@@ -1,0 +1,343 @@
+"""Lab 03 — all-pairs Pearson correlation (LightPCC): transformation, bijective tile ids, threads, MPI.
+
+Reproduces LightPCC (Liu et al., "Parallel pairwise correlation computation on Intel Xeon Phi
+clusters", 2016): rows standardised
+once (Eq. 4–5) so every PCC is a dot product; the upper triangle of the job matrix numbered by a
+bijection J ↔ (y, x) (Eq. 9–19) so tiles can be handed to threads and MPI ranks by id range.
+
+>>> from labkit import pcc
+>>> inp = pcc.make_inputs("small")
+>>> R = pcc.pearson_allpairs(inp.X)             # full symmetric n×n, float64
+>>> i, j, r = pcc.correlated_pairs(inp.X, 0.8)  # bounded memory, any n
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import warnings
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .kernels import (KBLOCK, extract_pairs, pcc_naive, pcc_tiled, pcc_tiles_cyclic,
+                      pcc_tiles_dynamic, pcc_tiles_rows, pcc_tiles_static, pcc_transformed,
+                      standardize, tiles_to_buffer)
+from .mapping import (FLOAT_FIRST_BAD_N, MAX_N, isqrt64, job_coords, job_coords_float, job_id,
+                      n_jobs, n_tiles, tile_bounds, tile_coords, tile_id)
+
+__all__ = [
+    "PCCInputs", "make_inputs", "reference", "validate", "pearson_allpairs", "correlated_pairs",
+    "pcc_threads", "standardize", "pcc_naive", "pcc_transformed", "pcc_tiled", "blas_pcc",
+    "job_id", "job_coords", "job_coords_float", "n_jobs", "tile_id", "tile_coords",
+    "tile_bounds", "n_tiles", "rank_tile_range", "SCHEDULES", "DEFAULT_TILE", "KBLOCK",
+    "MAX_N", "FLOAT_FIRST_BAD_N", "BENCHMARK", "run_benchmark", "gflops", "isqrt64",
+]
+
+#: Tile side (variables per tile): ~100 rows, a multiple of the 4×4 register block.
+DEFAULT_TILE = 96
+#: How tile ids are handed to threads.
+SCHEDULES = ("static", "cyclic", "dynamic", "rows")
+
+SIZES = {
+    "tiny": dict(n=37, l=19),
+    "small": dict(n=400, l=300),
+    "bench": dict(n=4000, l=2000),
+    "seed": dict(n=16000, l=5000),      # the seed's smallest artificial data set (16K × 5K)
+    "large": dict(n=100_000, l=500),    # the bounded-memory correlated_pairs run
+}
+
+
+@dataclass
+class PCCInputs:
+    """n variables × l samples (rows are variables), the tile size and a |r| threshold."""
+
+    X: np.ndarray
+    tile: int = DEFAULT_TILE
+    threshold: float = 0.8
+
+    @property
+    def n(self) -> int:
+        """Number of variables (rows)."""
+        return self.X.shape[0]
+
+    @property
+    def l(self) -> int:  # noqa: E743 - the seed's name
+        """Number of samples (columns)."""
+        return self.X.shape[1]
+
+    def __repr__(self) -> str:
+        return f"PCCInputs(n={self.n}, l={self.l}, tile={self.tile}, threshold={self.threshold})"
+
+
+def make_inputs(size="small", seed=0) -> PCCInputs:
+    """Random expression-like data in [0, 1] (as the seed) with a few planted correlated pairs."""
+    if isinstance(size, str):
+        if size not in SIZES:
+            raise ValueError(f"size {size!r} unknown; use one of {list(SIZES)} or a dict "
+                             "like {'n': 500, 'l': 200}")
+        spec = dict(SIZES[size])
+    elif isinstance(size, dict):
+        unknown = set(size) - {"n", "l", "tile", "threshold", "planted"}
+        if unknown:
+            raise ValueError(f"unknown size keys {sorted(unknown)}; use n, l, tile, threshold, planted")
+        spec = dict(size)
+    else:
+        raise TypeError(f"size must be a name or a dict, got {type(size).__name__}")
+    n, l = int(spec.get("n", 400)), int(spec.get("l", 300))
+    if n < 1 or l < 2:
+        raise ValueError(f"need n ≥ 1 variables and l ≥ 2 samples, got n={n}, l={l}")
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, l))
+    planted = int(spec.get("planted", n // 100))
+    if planted and n >= 2:
+        src = rng.integers(0, n, planted)
+        dst = rng.integers(0, n, planted)
+        for s, d in zip(src, dst):
+            if s != d:
+                X[d] = 0.7 * X[s] + 0.3 * rng.random(l)
+    return PCCInputs(X, int(spec.get("tile", DEFAULT_TILE)), float(spec.get("threshold", 0.8)))
+
+
+def reference(inputs) -> np.ndarray:
+    """Eq. 1 in plain numpy (centre, cross-products, divide); constant rows → NaN."""
+    X = inputs.X if isinstance(inputs, PCCInputs) else np.asarray(inputs, dtype=np.float64)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    const = np.all(X == X[:, :1], axis=1)
+    Xc[const] = 0.0
+    num = Xc @ Xc.T
+    ss = np.einsum("ij,ij->i", Xc, Xc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = num / np.sqrt(np.outer(ss, ss))
+    R[const, :] = np.nan
+    R[:, const] = np.nan
+    return np.clip(R, -1.0, 1.0)
+
+
+def validate(result, expected, rtol=1e-12, atol=1e-12) -> None:
+    """Raise AssertionError naming the first cell where result and expected differ."""
+    got = np.asarray(result)
+    exp = np.asarray(expected)
+    if got.shape != exp.shape:
+        raise AssertionError(f"shape {got.shape}, expected {exp.shape}")
+    bad = ~np.isclose(got, exp, rtol=rtol, atol=atol, equal_nan=True)
+    if bad.any():
+        idx = np.argwhere(bad)
+        i = tuple(int(v) for v in idx[0])
+        raise AssertionError(f"R[{i[0]}, {i[1]}] = {got[i]!r}, expected {exp[i]!r} "
+                             f"({len(idx) - 1} more cells differ beyond rtol={rtol}, atol={atol})")
+
+
+# ---------------------------------------------------------------- input checks
+def _check_X(X, name="X"):
+    if isinstance(X, PCCInputs):
+        X = X.X
+    if not isinstance(X, np.ndarray):
+        try:
+            X = np.asarray(X)
+        except Exception as e:  # noqa: BLE001
+            raise TypeError(f"{name} must be a 2-D numeric array (n variables × l samples): {e}")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be real numbers, got dtype {X.dtype}; "
+                        f"convert with {name}.astype(np.float64)")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n variables × l samples), got shape {X.shape}; "
+                         f"for one variable use {name}[None, :]")
+    n, l = X.shape
+    if n < 1:
+        raise ValueError(f"{name} has no variables (shape {X.shape}); pass at least one row")
+    if l < 2:
+        raise ValueError(f"{name} has l={l} sample(s) per variable; PCC needs l ≥ 2 "
+                         "(rows are variables — did you pass X.T?)")
+    if n > MAX_N:
+        raise ValueError(f"n={n} variables is above 2**31: job ids would overflow int64")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if not np.isfinite(X).all():
+        bad = np.argwhere(~np.isfinite(X))[0]
+        raise ValueError(f"{name}[{bad[0]}, {bad[1]}] = {X[bad[0], bad[1]]} is not finite; "
+                         "drop or impute NaN/inf samples first")
+    return X
+
+
+def _check_tile(tile):
+    if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (numbers.Integral, np.integer)):
+        raise TypeError(f"tile must be a positive integer, got {tile!r}")
+    if int(tile) < 1:
+        raise ValueError(f"tile = {tile} must be ≥ 1 (try {DEFAULT_TILE})")
+    return int(tile)
+
+
+def _check_threads(threads):
+    if threads is None:
+        return numba.get_num_threads()
+    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (numbers.Integral, np.integer)):
+        raise TypeError(f"threads must be an integer or None, got {threads!r}")
+    top = numba.config.NUMBA_NUM_THREADS
+    if not 1 <= int(threads) <= top:
+        raise ValueError(f"threads = {threads} must be in [1, {top}] "
+                         f"(numba started {top} threads; set NUMBA_NUM_THREADS before import for more)")
+    return int(threads)
+
+
+def _check_schedule(schedule):
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule {schedule!r} unknown; use one of {SCHEDULES}")
+    return schedule
+
+
+def _phys_mem():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover
+        return 1 << 40
+
+
+class _threads:
+    """Temporarily run numba with ``k`` threads."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __enter__(self):
+        self.old = numba.get_num_threads()
+        numba.set_num_threads(self.k)
+
+    def __exit__(self, *exc):
+        numba.set_num_threads(self.old)
+
+
+# ---------------------------------------------------------------- entry points
+def pcc_threads(Z, tile=DEFAULT_TILE, schedule="static", threads=None, kb=KBLOCK):
+    """Fast kernel on standardised rows Z: (R, owner) with owner[J] = thread that did tile J."""
+    tile = _check_tile(tile)
+    schedule = _check_schedule(schedule)
+    P = _check_threads(threads)
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    n = Z.shape[0]
+    m = -(-n // tile)
+    T = m * (m + 1) // 2
+    R = np.empty((n, n))
+    owner = np.full(T, -1, dtype=np.int64)
+    with _threads(P):
+        if schedule == "static":
+            pcc_tiles_static(Z, tile, int(kb), P, R, owner)
+        elif schedule == "cyclic":
+            pcc_tiles_cyclic(Z, tile, int(kb), P, R, owner)
+        elif schedule == "dynamic":
+            with numba.parallel_chunksize(1):
+                pcc_tiles_dynamic(Z, tile, int(kb), R, owner)
+        else:
+            pcc_tiles_rows(Z, tile, int(kb), R, owner)
+    return R, owner
+
+
+def _nan_const(R, const, what):
+    if const.any():
+        idx = np.flatnonzero(const)
+        R[idx, :] = np.nan
+        R[:, idx] = np.nan
+        warnings.warn(f"{len(idx)} constant row(s) in {what} (first: {idx[0]}): PCC is undefined "
+                      "there → NaN in their row and column (as np.corrcoef)",
+                      RuntimeWarning, stacklevel=3)
+
+
+def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule="static"):
+    """All-pairs PCC of the rows of X (n × l) → symmetric n×n float64; constant rows → NaN."""
+    X = _check_X(X)
+    tile = _check_tile(tile)
+    _check_schedule(schedule)
+    P = _check_threads(threads)
+    n = X.shape[0]
+    need = 8 * n * n
+    if need > 0.7 * _phys_mem():
+        raise ValueError(f"the {n}×{n} result needs {need / 2**30:.1f} GiB, more than this "
+                         "machine's memory allows; use correlated_pairs(X, threshold) instead")
+    with _threads(P):
+        Z, const = standardize(X)
+    R, _ = pcc_threads(Z, tile, schedule, P)
+    _nan_const(R, const, "X")
+    return R
+
+
+def correlated_pairs(X, threshold, tile=DEFAULT_TILE, threads=None, tiles_per_pass=None,
+                     max_pairs=50_000_000):
+    """(i, j, r) for every pair i < j with |r| ≥ threshold, tile by tile in bounded memory."""
+    X = _check_X(X)
+    tile = _check_tile(tile)
+    P = _check_threads(threads)
+    if not isinstance(threshold, (numbers.Real, np.floating)) or isinstance(threshold, bool):
+        raise TypeError(f"threshold must be a number in (0, 1], got {threshold!r}")
+    threshold = float(threshold)
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold = {threshold} must be in (0, 1]; |r| ≥ 0 keeps every pair "
+                         "— use pearson_allpairs for the full matrix")
+    n = X.shape[0]
+    with _threads(P):
+        Z, const = standardize(X)
+    if const.any():
+        warnings.warn(f"{int(const.sum())} constant row(s) in X (first: {np.flatnonzero(const)[0]}):"
+                      " PCC undefined, they appear in no pair", RuntimeWarning, stacklevel=2)
+    m = -(-n // tile)
+    T = m * (m + 1) // 2
+    if tiles_per_pass is None:
+        tiles_per_pass = max(4 * P, (64 << 20) // (8 * tile * tile))   # ~64 MB buffer
+    I, Jx, V = _pairs_over_range(Z, tile, 0, T, threshold, P, int(tiles_per_pass), max_pairs)
+    order = np.lexsort((Jx, I))
+    return I[order], Jx[order], V[order]
+
+
+def _pairs_over_range(Z, tile, J0, J1, threshold, P, tiles_per_pass, max_pairs):
+    """Passes over tile ids [J0, J1): compute into a reused buffer, keep pairs ≥ threshold."""
+    n = Z.shape[0]
+    buf = np.empty((min(tiles_per_pass, max(1, J1 - J0)), tile, tile))
+    parts_i, parts_j, parts_v = [], [], []
+    total = 0
+    with _threads(P):
+        for s in range(J0, J1, tiles_per_pass):
+            e = min(J1, s + tiles_per_pass)
+            b = buf[: e - s]
+            tiles_to_buffer(Z, tile, KBLOCK, s, e, b)
+            i, j, v = extract_pairs(b, n, tile, s, threshold)
+            total += len(i)
+            if total > max_pairs:
+                raise ValueError(f"more than max_pairs={max_pairs} pairs have |r| ≥ {threshold}; "
+                                 "raise the threshold (or max_pairs if you have the memory)")
+            parts_i.append(i)
+            parts_j.append(j)
+            parts_v.append(v)
+    if not parts_i:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    return np.concatenate(parts_i), np.concatenate(parts_j), np.concatenate(parts_v)
+
+
+def rank_tile_range(rank, size, T):
+    """Tile ids [rank·ceil(T/size), (rank+1)·ceil(T/size)) ∩ [0, T) of one MPI rank (the seed's split)."""
+    for name, v in (("rank", rank), ("size", size), ("T", T)):
+        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {v!r}")
+    if size < 1 or not 0 <= rank < size or T < 0:
+        raise ValueError(f"need size ≥ 1, 0 ≤ rank < size, T ≥ 0; got rank={rank}, size={size}, T={T}")
+    chunk = -(-int(T) // int(size))
+    return min(T, rank * chunk), min(T, (rank + 1) * chunk)
+
+
+def blas_pcc(X):
+    """The peer: numpy standardises the rows, then Z @ Z.T (BLAS syrk). Oracle, not labkit's engine."""
+    Xc = X - X.mean(axis=1, keepdims=True)
+    Xc /= np.sqrt(np.einsum("ij,ij->i", Xc, Xc))[:, None]
+    return Xc @ Xc.T
+
+
+def gflops(n, l, seconds):
+    """GFLOP/s counting the upper triangle's 2·l flops per pair (n(n+1)/2 pairs)."""
+    return n * (n + 1) / 2 * 2 * l / seconds / 1e9
+
+
+# ---------------------------------------------------------------- benchmark
+from ._bench import BENCHMARK, run_benchmark  # noqa: E402
+
+try:  # register the exercises (check.<name>); the framework may be absent in a bare install
+    from . import checks as _checks  # noqa: E402,F401
+except ImportError:  # pragma: no cover
+    pass
