@@ -388,6 +388,9 @@ class VectorReport:
             tail = f"; {total} vector instructions ({widths}) of {self.n_instructions}"
         return head + (", " + ", ".join(bits[:5]) if bits else "") + tail
 
+    def __repr__(self) -> str:
+        return str(self)
+
     def __str__(self) -> str:
         top = self.instructions.most_common(6)
         s = self.summary()
@@ -763,6 +766,9 @@ class Listing:
             return (vec, b - a)
         return max(inner, key=score)
 
+    def __repr__(self) -> str:
+        return str(self)
+
     def __str__(self) -> str:
         lines = self.text.splitlines()
         inner = self._inner()
@@ -868,6 +874,9 @@ class Diff:
     b: list
     names: tuple
 
+    def __repr__(self) -> str:
+        return str(self)
+
     def __str__(self) -> str:
         lines = list(difflib.unified_diff(self.a, self.b, self.names[0], self.names[1], lineterm="", n=2))
         return "\n".join(lines) if lines else f"{self.names[0]} and {self.names[1]} are identical"
@@ -926,6 +935,10 @@ EXPLANATIONS: list[tuple[str, str, str]] = [
     ("cannot check memory dependencies at runtime",
      "Too many arrays that might overlap to check at run time.",
      "Write into a fresh output array, or split the loop."),
+    ("potentially faulting load",
+     "The loop can stop early (a break or return inside it), and LLVM cannot prove that reading "
+     "ahead of the exit stays inside the array.",
+     "Remove the break: process all elements and combine with a mask/flag, or split off the search."),
     ("early exit",
      "The loop can stop early (break/return, a while condition on data, or an exception such as "
      "ZeroDivisionError or IndexError raised inside it).",
@@ -990,6 +1003,7 @@ class LoopRemark:
     source: str = ""
     parallel: bool = False
     raw: tuple = ()
+    note: str = ""
 
     @property
     def verdict(self) -> str:
@@ -1010,6 +1024,8 @@ class LoopRemark:
                 s += f"\n    meaning: {self.explanation}"
             if self.fix:
                 s += f"\n    fix: {self.fix}"
+        if self.note:
+            s += f"\n    note: {self.note}"
         return s
 
 
@@ -1029,6 +1045,9 @@ class Remarks(list):
         """True when there is at least one loop and every loop vectorised."""
         return bool(self) and all(r.vectorized for r in self)
 
+    def __repr__(self) -> str:
+        return str(self)
+
     def __str__(self) -> str:
         head = f"vectoriser remarks for {self.name}:" if self.name else "vectoriser remarks:"
         if not self:
@@ -1046,13 +1065,15 @@ class Remarks(list):
             expl = ""
             if not r.vectorized and (r.explanation or r.fix):
                 expl = (f"{html.escape(r.explanation)}<br><b>fix:</b> {html.escape(r.fix)}")
+            if r.note:
+                expl += f"<div style='color:#555;font-size:11px'>{html.escape(r.note)}</div>"
             rows.append(f"<tr><td>{r.line}</td><td><code>{html.escape(r.source.strip())}</code></td>"
                         f"<td style='color:{colour};font-weight:bold'>{'✔' if r.vectorized else '✘'} "
                         f"{html.escape(r.verdict)}</td><td><code>{why}</code></td><td>{expl}</td></tr>")
         body = "".join(rows) or "<tr><td colspan=5>no loop remarks</td></tr>"
         note = f"<div style='color:#555;font-size:12px'>{html.escape(self.note)}</div>" if self.note else ""
         return (f"<div class='labkit-remarks'><b>vectoriser remarks{(' for ' + html.escape(self.name)) if self.name else ''}"
-                f"</b><table><tr><th>line</th><th>source</th><th>verdict</th><th>LLVM says</th>"
+                f"</b><table style='text-align:left'><tr><th>line</th><th>source</th><th>verdict</th><th>LLVM says</th>"
                 f"<th>what it means / fix</th></tr>{body}</table>{note}</div>")
 
 
@@ -1223,12 +1244,27 @@ def _build_remarks(fn, text: str) -> Remarks:
                                  interleave=int(m.group(2)) if m else 0,
                                  reason=reason, reason_line=reason_line, explanation=expl, fix=fix,
                                  source=src.get(line, ""), parallel=parallel, raw=tuple(msgs)))
-    # a prange loop seen both vectorised and not: keep the vectorised verdict (the other is a copy)
+    # one verdict per loop line: LLVM sometimes keeps several versions of a loop (e.g. unswitched
+    # on a parameter); the loop counts as vectorised when one version is, the others become notes
     final = Remarks()
+    by_line: dict[int, list] = {}
     for r in result:
-        if r.parallel and not r.vectorized and any(o.parallel and o.vectorized and o.line == r.line for o in result):
-            continue
-        final.append(r)
+        by_line.setdefault(r.line, []).append(r)
+    for line, rs in by_line.items():
+        vec = [r for r in rs if r.vectorized]
+        if vec:
+            keep = max(vec, key=lambda r: (r.width, r.interleave))
+            others = [r.reason for r in rs if not r.vectorized and r.reason]
+            if others:
+                keep.note = ("LLVM also kept another version of this loop that is not vectorised: "
+                             + "; ".join(dict.fromkeys(others)))
+        else:
+            keep = rs[0]
+            reasons = list(dict.fromkeys(r.reason for r in rs if r.reason))
+            if len(reasons) > 1:
+                keep.reason = "; ".join(reasons)
+                keep.explanation, keep.fix = explain(keep.reason)
+        final.append(keep)
     final.sort(key=lambda r: r.line)
     final.hidden = hidden
     notes = []
@@ -1309,6 +1345,9 @@ class Annotation:
     remarks: Remarks
     report: VectorReport | None = None
     note: str = ""
+
+    def __repr__(self) -> str:
+        return str(self)
 
     def __str__(self) -> str:
         out = [f"annotate {self.name}" + (f" — {self.report.summary()}" if self.report else "")]
