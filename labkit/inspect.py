@@ -1305,7 +1305,7 @@ def remarks(fn, signature=None) -> Remarks:
 _PALETTE = ["#fff4c2", "#dff0ff", "#e6f7e6", "#fde2e4", "#efe3ff", "#ffe8cc", "#d9f2f2", "#f0f0d0"]
 
 
-def _asm_by_line(asm_text: str, main: str, base: str, lo: int, hi: int):
+def _asm_by_line(asm_text: str, main: str, base: str, lo: int, hi: int, generated_ok=frozenset()):
     """{source line: [instructions]} for the function's own bodies, using ``.loc`` directives."""
     files: dict[str, str] = {}
     for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?', asm_text, re.M):
@@ -1321,7 +1321,10 @@ def _asm_by_line(asm_text: str, main: str, base: str, lo: int, hi: int):
             m = re.match(r"^\.loc\s+(\d+)\s+(\d+)", s)
             if m:
                 f, ln = files.get(m.group(1), ""), int(m.group(2))
-                ok = (f == base or f == "<string>") and lo <= ln <= hi
+                # prange bodies live in numba's generated gufunc ("<string>") but keep the user's
+                # line numbers; its own scaffolding lines are small numbers, so only trust lines
+                # strictly inside a prange loop
+                ok = (f == base and lo <= ln <= hi) or (f == "<string>" and ln in generated_ok)
                 cur = ln if ok else None
                 continue
             if not s or s.startswith(".") or s.endswith(":") or s.startswith("#"):
@@ -1420,7 +1423,8 @@ def annotate(fn, signature=None) -> Annotation:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dasm = ddisp.inspect_asm(args)
-    by_line, other = _asm_by_line(dasm, main, os.path.basename(file), min(src), max(src))
+    inside_prange = frozenset(ln for a, b, p in loops if p for ln in range(a + 1, b + 1))
+    by_line, other = _asm_by_line(dasm, main, os.path.basename(file), min(src), max(src), inside_prange)
     marks: dict[int, list] = {}
     for r in rem:
         marks.setdefault(r.line, []).append(r)
