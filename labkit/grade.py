@@ -466,7 +466,7 @@ class _Session:
                           allow_errors=True, interrupt_on_timeout=True,
                           error_on_timeout={"ename": "CellTimeoutError", "evalue": "timed out",
                                             "traceback": []},
-                          iopub_timeout=4, startup_timeout=120, shutdown_kernel="immediate",
+                          iopub_timeout=2, startup_timeout=120, shutdown_kernel="immediate",
                           record_timing=False, nonces=nonces,
                           on_cell_executed=self._on_executed)
         self.client.create_kernel_manager()
@@ -644,6 +644,7 @@ def _execute(sub, canon, student_nb, settings, res) -> None:
     done: list[int] = []           # cells run so far (replayed after a restart)
     bad: set[int] = set()          # cells never to run again (they hung or killed the kernel)
     log = res["cells"]
+    poisoned: set[str] = set()     # student functions that hung or crashed: cells using them skip
 
     def restart() -> bool:
         while session.restarts < MAX_RESTARTS:
@@ -675,6 +676,12 @@ def _execute(sub, canon, student_nb, settings, res) -> None:
                 continue
             if p.kind == "check" and p.exercise in final:
                 continue
+            if p.kind == "code":
+                hit = [f for f in poisoned if re.search(rf"\b{re.escape(f)}\b", nb.cells[i].source)]
+                if hit:
+                    log.append({"cell": i, "kind": "code", "status": "skipped",
+                                "detail": f"uses {hit[0]}, which already hung or crashed"})
+                    continue
             left = deadline - time.monotonic()
             if left <= 0 or not alive:
                 break
@@ -696,6 +703,8 @@ def _execute(sub, canon, student_nb, settings, res) -> None:
                     final[ex.name] = _verdict_row(ex, r, p, i in session.client.truncated)
                 continue
             bad.add(i)
+            if ex is not None and ex.fn_src.isidentifier():
+                poisoned.add(ex.fn_src)
             where = "the check" if p.kind == "check" else f"exercise cell ex-{p.exercise}"
             if status == "timeout":
                 if ex is not None and ex.name not in final:
