@@ -10,6 +10,10 @@ How the pieces get their text
   dispatcher, strips any target attributes, and lets llvmlite run the -O3 pipeline (new pass
   manager) and the code generator for the requested CPU.  Starting from unoptimised IR matters:
   the vector width is chosen by the vectoriser for *that* CPU, not inherited from the host.
+  LLVM's tuning for Intel AVX-512 parts (skylake-avx512, icelake-server, sapphirerapids) and for
+  x86-64-v4 *prefers 256-bit vectors*, exactly as numba does on such a machine; pass
+  ``prefer_vector_width=512`` (or ``features="-prefer-256-bit"``) to see zmm code.  znver4/znver5
+  use 512-bit vectors by default.
 * ``remarks`` / ``annotate`` recompile a fresh ``debug=True`` dispatcher (bounds checks off,
   lifetimes not extended, so the code is the same as the user's) in-process while LLVM's
   ``-pass-remarks*=loop-vectorize`` options are set, with file descriptor 2 redirected to a
@@ -490,12 +494,13 @@ def vector_report_from_asm(text: str, ir: str = "", *, symbol: str | None = None
                         ir_vector_types=types, ir_vector_ops=ops, n_instructions=n, target=target)
 
 
-def vector_report(fn, signature=None, *, cpu: str | None = None, features=None) -> VectorReport:
+def vector_report(fn, signature=None, *, cpu: str | None = None, features=None,
+                  prefer_vector_width: int | None = None) -> VectorReport:
     """Did ``fn``'s loop vectorise and how wide (``cpu=``: as compiled for another CPU)."""
     disp, args = _resolve(fn, signature)
     main = _own_symbols(disp, args)
     if cpu is not None:
-        ir_text, asm_text = _retarget(fn, args, cpu, features)
+        ir_text, asm_text = _retarget(fn, args, cpu, features, prefer_vector_width)
         rep = vector_report_from_asm(asm_text, ir_text, symbol=main, target=cpu)
     else:
         with warnings.catch_warnings():
@@ -827,7 +832,7 @@ class Listing:
 
 
 def show(obj, kind: str = "asm", signature=None, *, cpu: str | None = None, full: bool = False,
-         context: int = 3) -> Listing:
+         context: int = 3, features=None, prefer_vector_width: int | None = None) -> Listing:
     """Highlighted asm/LLVM IR of a numba function (or given text) with the hot loop found."""
     if kind not in ("asm", "llvm", "ir"):
         raise ValueError(f"kind must be 'asm' or 'llvm', got {kind!r}.")
@@ -841,7 +846,8 @@ def show(obj, kind: str = "asm", signature=None, *, cpu: str | None = None, full
         if cpu is not None:
             if kind != "asm":
                 raise ValueError("cpu= is only available for kind='asm'.")
-            text = compile_for(obj, cpu, signature, full=full)
+            text = compile_for(obj, cpu, signature, features, full=full,
+                               prefer_vector_width=prefer_vector_width)
         else:
             text = asm(obj, signature, full=full) if kind == "asm" else llvm_ir(obj, signature, full=full)
         title = f"{obj.__name__}: {'assembly' if kind == 'asm' else 'LLVM IR'}" + (f" for {cpu}" if cpu else "")

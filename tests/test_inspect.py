@@ -148,6 +148,7 @@ def test_compile_for_changes_the_vector_width():
     assert "zmm" in li.compile_for(add, "skylake-avx512", prefer_vector_width=512)
     # LLVM's own tuning for Intel AVX-512 parts prefers 256-bit vectors by default
     assert li.vector_report(add, cpu="skylake-avx512").max_width_bits == 256
+    assert li.vector_report(add, cpu="x86-64-v4", prefer_vector_width=512).max_width_bits == 512
 
 
 @x86_only
