@@ -336,3 +336,59 @@ def test_mpiexec_two_ranks_matches_single_process(tmp_path, threshold):
         i, j, r = pcc.correlated_pairs(X, threshold, tile=32)
         assert np.array_equal(d["i"], i) and np.array_equal(d["j"], j)
         assert np.array_equal(d["r"], r)
+
+
+# ---------------------------------------------------------------- exercise checks
+@pytest.fixture
+def report_speed(monkeypatch):
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    monkeypatch.delenv("LABKIT_GRADING", raising=False)
+
+
+def _seed_float_coords(n, J):
+    y = int(np.ceil(n - 0.5 - np.sqrt(n * n + n + 0.25 - 2.0 * (J + 1))))
+    return y, J + y - y * (2 * n - y + 1) // 2
+
+
+def _stub(*args):
+    raise NotImplementedError("map J back to (y, x)")
+
+
+def test_check_job_coords(report_speed):
+    from labkit import check
+    r = check.job_coords(pcc.job_coords)
+    assert r.passed, str(r)
+    bad = check.job_coords(_seed_float_coords)      # right for small n, wrong at n ≥ 47 453 133
+    assert not bad.passed and bad.verdict == "wrong" and "47453133" in bad.message.replace("_", "")
+    off = check.job_coords(lambda n, J: (0, J))
+    assert off.verdict == "wrong"
+    stub = check.job_coords(_stub)
+    assert stub.verdict == "not implemented" and "map J back" in stub.message
+
+
+def test_check_tile_loop(report_speed):
+    from labkit import check
+    r = check.tile_loop(pcc.pcc_tiled)
+    assert r.passed, str(r)
+
+    @numba.njit
+    def upper_only(Z, tile):
+        n = Z.shape[0]
+        R = np.zeros((n, n))
+        for i in range(n):
+            for j in range(i, n):
+                R[i, j] = np.dot(Z[i], Z[j])
+        return R
+
+    bad = check.tile_loop(upper_only)
+    assert bad.verdict == "wrong" and "lower" in bad.message
+    assert check.tile_loop(_stub).verdict == "not implemented"
+
+
+def test_check_pick_tile(report_speed):
+    from labkit import check
+    assert check.pick_tile(lambda n, l: 96).passed
+    assert check.pick_tile(lambda n, l: 0).verdict == "wrong"
+    assert check.pick_tile(lambda n, l: 3.5).verdict == "wrong"
+    assert check.pick_tile(_stub).verdict == "not implemented"
+    assert set(pcc.CHECKS) == {"job_coords", "tile_loop", "pick_tile"}
