@@ -38,6 +38,9 @@ NB_TIMEOUT_S = float(os.environ.get("LABKIT_BROWSER_TIMEOUT", "180"))
 WIDGET_TIMEOUT_S = 90.0
 SERVER_START_TIMEOUT_S = 90.0
 STUDENT_NB = "notebooks/00_tools.ipynb"
+# ipywidgets 8.1: IntSlider has .jupyter-widgets.widget-slider.widget-hslider, but the
+# SelectionSlider that labkit.widgets.tuner uses for numeric parameters lacks .jupyter-widgets.
+SLIDER = ":is(.widget-slider, .widget-hslider, .widget-vslider):has(.noUi-handle)"
 
 SOLUTIONS = sorted(p.name for p in (SRC / "solutions").glob("*.ipynb"))
 
@@ -261,6 +264,18 @@ _STATE_JS = r"""
 """
 
 
+_RUN_ALL_JS = r"""
+async (path) => {
+  const app = window.jupyterapp;
+  for (const w of app.shell.widgets('main')) {
+    if (w.context && w.context.path === path) app.shell.activateById(w.id);
+  }
+  await app.commands.execute('notebook:clear-all-cell-outputs');
+  app.commands.execute('runmenu:run-all');
+}
+"""
+
+
 def _state(page, path):
     return page.evaluate(_STATE_JS, path)
 
@@ -306,7 +321,9 @@ def _open(page, lab, path: str, shot: str):
 
 def _run_all(page, lab, path: str, shot: str, timeout: float = NB_TIMEOUT_S) -> dict:
     """Run All (runmenu:run-all) and wait until the kernel is idle and no cell is pending."""
-    page.evaluate("() => { window.jupyterapp.commands.execute('runmenu:run-all'); }")
+    # Fresh outputs only (the committed solutions carry saved ones), then Run All on this
+    # panel. Not awaited: completion is polled below so the timeout stays ours.
+    page.evaluate(_RUN_ALL_JS, path)
     page.wait_for_timeout(1000)
     stable = {"n": 0}
     t0 = time.monotonic()
@@ -343,11 +360,29 @@ def _error_report(state: dict) -> list[str]:
 
 
 def _dom_errors(page) -> int:
-    """Number of rendered outputs whose text is a Python traceback (DOM-level cross-check)."""
+    """Rendered outputs whose text is a Python traceback (DOM-level cross-check).
+
+    In JupyterLab 4.6 an error output renders exactly like a stderr stream
+    (``.jp-RenderedText.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]``,
+    checked by hand), so no selector tells them apart: the model's ``output_type == 'error'``
+    (``_STATE_JS``) is the primary test; this one catches a traceback printed to stderr.
+    """
     return page.evaluate(r"""() => [...document.querySelectorAll(
         '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-        .filter(n => /Traceback \(most recent call last\)|^\w*(Error|Exception)\b/m
-                     .test(n.textContent)).length""")
+        .filter(n => /Traceback \(most recent call last\)/.test(n.textContent)).length""")
+
+
+_TRACEBACK = '.jp-OutputArea-output:has-text("Traceback (most recent call last)")'
+
+
+def _scroll_to(page, selector: str):
+    """Scroll the first element matching selector into view (for a useful screenshot)."""
+    try:
+        loc = page.locator(selector).first
+        if loc.count():
+            loc.scroll_into_view_if_needed(timeout=5000)
+    except Exception:  # noqa: BLE001 - only cosmetic
+        pass
 
 
 def _checks(page) -> list[dict]:
@@ -366,12 +401,12 @@ def _check_cells(path: Path) -> int:
 
 # The tuner's output area without its controls: what must change when a slider moves.
 _WIDGET_SNAPSHOT_JS = r"""
-(idx) => {
-  const slider = document.querySelectorAll('.jupyter-widgets.widget-slider')[idx];
+([sel, idx]) => {
+  const slider = document.querySelectorAll(sel)[idx];
   if (!slider) return null;
   const area = slider.closest('.jp-OutputArea-output') || slider.closest('.jp-OutputArea');
   const clone = area.cloneNode(true);
-  clone.querySelectorAll('.widget-slider, .widget-dropdown, .widget-select, '
+  clone.querySelectorAll(sel + ', .widget-dropdown, .widget-select, '
                          + '.widget-toggle-buttons, .widget-readout').forEach(n => n.remove());
   const imgs = [...area.querySelectorAll('img')].map(i => i.src.slice(-400));
   const text = clone.textContent.replace(/\s+/g, ' ').trim();
@@ -383,17 +418,20 @@ _WIDGET_SNAPSHOT_JS = r"""
 
 def _move_slider_and_wait(page, shot: str):
     """Move the first slider one step; wait until the plot or numbers change and settle."""
-    sliders = page.locator(".jupyter-widgets.widget-slider")
-    assert sliders.count() >= 1, "no ipywidgets slider (.jupyter-widgets.widget-slider) rendered"
+    sliders = page.locator(SLIDER)
+    if sliders.count() < 1:
+        png = _shot(page, f"{shot}-FAILED")
+        pytest.fail(f"no ipywidgets slider ({SLIDER}) rendered after Run All; every solution "
+                    f"notebook needs a labkit.widgets.tuner with a numeric parameter (screenshot {png})")
     slider = sliders.first
     slider.scroll_into_view_if_needed()
-    before = page.evaluate(_WIDGET_SNAPSHOT_JS, 0)
+    before = page.evaluate(_WIDGET_SNAPSHOT_JS, [SLIDER, 0])
     handle = slider.locator(".noUi-handle").first
     handle.focus()
     for key in ("ArrowRight", "ArrowLeft", "ArrowLeft"):
         handle.press(key)
         page.wait_for_timeout(300)
-        now = page.evaluate(_WIDGET_SNAPSHOT_JS, 0)
+        now = page.evaluate(_WIDGET_SNAPSHOT_JS, [SLIDER, 0])
         if now["readout"] != before["readout"]:
             break
     else:
@@ -403,7 +441,7 @@ def _move_slider_and_wait(page, shot: str):
     stable = {"n": 0, "last": None}
 
     def changed():
-        s = page.evaluate(_WIDGET_SNAPSHOT_JS, 0)
+        s = page.evaluate(_WIDGET_SNAPSHOT_JS, [SLIDER, 0])
         busy = "running" in s["text"].lower()
         differs = (s["text"], s["imgs"]) != (before["text"], before["imgs"])
         key = (s["text"], tuple(s["imgs"]))
@@ -429,6 +467,7 @@ def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
         state = _run_all(page, lab, path, shot)
         errors = _error_report(state)
         if errors or _dom_errors(page):
+            _scroll_to(page, _TRACEBACK)
             png = _shot(page, f"{shot}-FAILED")
             pytest.fail(f"{path}: error output after Run All (screenshot {png}):\n"
                         + "\n".join(errors or ["a traceback is rendered on the page"]))
@@ -436,6 +475,7 @@ def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
         expected = _check_cells(lab.root / path)
         failing = [c["text"][:200] for c in checks if c["passed"] != "true"]
         if failing or len(checks) < expected:
+            _scroll_to(page, 'div.labkit-check[data-passed="false"]')
             png = _shot(page, f"{shot}-FAILED")
             assert not failing, f"{path}: checks not passing (screenshot {png}): {failing}"
             pytest.fail(f"{path}: {expected} check cells but only {len(checks)} "
@@ -481,6 +521,7 @@ def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
         _open(page, lab, path, shot)
         state = _run_all(page, lab, path, shot)
         errors = _error_report(state)
+        _scroll_to(page, _TRACEBACK if errors else "div.labkit-check")
         png = _shot(page, shot)
         assert not errors and not _dom_errors(page), (
             f"{path}: the student copy shows errors/tracebacks after Run All "
