@@ -1,0 +1,255 @@
+"""labkit.alignment: every kernel against the numpy reference and parasail; bad input; checks."""
+import numba
+import numpy as np
+import pytest
+
+from labkit import alignment as A
+from labkit import check
+
+parasail = pytest.importorskip("parasail")
+
+SC = A.Scoring()
+
+
+def _inputs(n, len1, len2=None, *, vary=False, seed=0, alphabet=5, scoring=SC):
+    """A batch of n pairs; with vary=True each pair gets its own lengths in 1..len."""
+    len2 = len2 or len1
+    spec = {"pairs": n, "length": len1, "length2": len2, "alphabet": alphabet}
+    if vary:
+        spec["min_length"] = 1
+    inp = A.make_inputs(spec, seed=seed)
+    inp.scoring = scoring
+    return inp
+
+
+def _all_kernels(inp):
+    """Scores from every route: align() methods, and the step kernels when lengths are equal."""
+    s1, s2 = inp.strings()
+    out = {m: A.align(s1, s2, inp.scoring, method=m) for m in ("auto", "transposed", "scalar")}
+    out["lanes=32, all threads"] = A.align(s1, s2, inp.scoring, lanes=32, threads=numba.config.NUMBA_NUM_THREADS)
+    out["lanes=128"] = A.align(s1, s2, inp.scoring, lanes=128, threads=1)
+    if inp.equal_lengths:
+        s1T, s2T = A.transpose_batch(inp.seqs1), A.transpose_batch(inp.seqs2)
+        out["align_scalar"] = A.align_scalar(inp.seqs1, inp.seqs2, inp.scoring)
+        out["align_transposed"] = A.align_transposed(s1T, s2T, inp.scoring)
+        out["align_transposed_promoted"] = A.align_transposed_promoted(s1T, s2T, inp.scoring)
+        out["align_batched"] = A.align_batched(inp.seqs1, inp.lens1, inp.seqs2, inp.lens2, inp.scoring, 64)
+        out["codes 2-D"] = A.align(inp.seqs1, inp.seqs2, inp.scoring)
+    return out
+
+
+# ------------------------------------------------------------------ oracles agree
+@pytest.mark.parametrize("n,len1,len2,vary", [
+    (1, 1, 1, False), (15, 1, 7, False), (16, 200, 200, False), (17, 37, 300, False),
+    (40, 300, 300, True), (100, 60, 45, True),
+])
+def test_reference_equals_parasail(n, len1, len2, vary):
+    inp = _inputs(n, len1, len2, vary=vary, seed=n)
+    ref = A.reference(inp)
+    assert ref.dtype == np.int32
+    A.validate(A.parasail_scores(inp), ref)
+
+
+def test_reference_loops_and_scan_agree_on_small_cases():
+    g = np.random.default_rng(5)
+    for _ in range(30):
+        a = g.integers(0, 5, int(g.integers(1, 12)))
+        b = g.integers(0, 5, int(g.integers(1, 12)))
+        assert A._gotoh_scan(a, b, 6, -4, -11, -1) == A._gotoh_loops(list(a), list(b), 6, -4, -11, -1)
+
+
+def test_known_scores():
+    assert list(A.align(["A", "A", "AC", "ACGT", "AAAAAAA"], ["A", "C", "A", "A", "A"])) == [6, -4, -5, -7, -10]
+    # one gap of length k costs gap_open + (k-1)*gap_extend
+    assert A.align(["ACGTACGT"], ["ACGT"])[0] == 4 * 6 - 11 - 3
+
+
+# ------------------------------------------------------------------ kernels vs reference
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 100])
+def test_kernels_equal_lengths(n):
+    inp = _inputs(n, 50, 43, seed=n)
+    ref = A.reference(inp)
+    for name, got in _all_kernels(inp).items():
+        assert got.dtype == np.int32, name
+        A.validate(got, ref)
+
+
+@pytest.mark.parametrize("n,len1,len2", [(1, 1, 300), (17, 300, 1), (33, 120, 200), (100, 64, 64)])
+def test_kernels_unequal_lengths(n, len1, len2):
+    inp = _inputs(n, len1, len2, vary=True, seed=7 + n)
+    ref = A.reference(inp)
+    for name, got in _all_kernels(inp).items():
+        A.validate(got, ref)
+
+
+def test_identical_and_all_different_sequences():
+    g = np.random.default_rng(3)
+    s = ["".join(g.choice(list("ACGTN"), int(L))) for L in g.integers(1, 150, 20)]
+    assert list(A.align(s, s)) == [6 * len(x) for x in s]
+    a, c = ["A" * 10, "A" * 7, "A"], ["C" * 10, "C" * 3, "C" * 5]
+    got = A.align(a, c)
+    exp = A.parasail_scores(A.AlignmentInputs(*(A._as_codes(x, "s")[0] for x in (a, c)),
+                                              np.array([10, 7, 1]), np.array([10, 3, 5]), SC))
+    A.validate(got, exp)
+    assert got[0] == -40
+
+
+def test_other_scoring_and_lowercase():
+    sc = A.Scoring(match=2, mismatch=-3, gap_open=-5, gap_extend=-2)
+    inp = _inputs(20, 80, 70, vary=True, seed=11, scoring=sc)
+    ref = A.reference(inp)
+    A.validate(A.parasail_scores(inp), ref)
+    s1, s2 = inp.strings()
+    A.validate(A.align([x.lower() for x in s1], s2, sc), ref)
+    A.validate(A.align(s1, s2, (2, -3, -5, -2), method="scalar"), ref)
+    # linear gaps (open == extend) and open > extend go through the plain-loop reference
+    for sc2 in (A.Scoring(1, -1, -2, -2), A.Scoring(5, -4, -1, -3)):
+        small = _inputs(10, 12, 9, vary=True, seed=2, scoring=sc2)
+        A.validate(A.align(*small.strings(), sc2), A.reference(small))
+
+
+# ------------------------------------------------------------------ int16 overflow guard
+def test_overflow_guard_widens_or_raises():
+    assert A.fits_int16(200, 200)
+    assert not A.fits_int16(200, 200, A.Scoring(match=300))
+    assert not A.fits_int16(20000, 20000)
+    sc = A.Scoring(match=300, mismatch=-200, gap_open=-400, gap_extend=-100)
+    inp = _inputs(5, 150, 120, seed=4, scoring=sc)
+    ref = A.reference(inp)
+    assert np.abs(ref).max() > 32767 or not A.fits_int16(150, 120, sc)
+    A.validate(A.align(*inp.strings(), sc), ref)               # auto: widened to int32
+    with pytest.raises(ValueError, match="overflow int16"):
+        A.align(*inp.strings(), sc, method="transposed")
+    same = ["ACGT" * 50] * 3                                     # 200 * 200 > int16 range
+    assert not A.fits_int16(200, 200, A.Scoring(match=200))
+    assert list(A.align(same, same, A.Scoring(match=200))) == [40000] * 3
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("s1,s2,kw,exc,match", [
+    (["ACGX"], ["ACG"], {}, ValueError, "unknown letter 'X' at position 3"),
+    (["ACG"], ["ACG", "A"], {}, ValueError, "seqs1 has 1 sequences but seqs2 has 2"),
+    ([""], ["A"], {}, ValueError, "empty"),
+    (np.array([[0, 5]], np.uint8), np.array([[0, 1]], np.uint8), {}, ValueError, "not a code 0..4"),
+    (np.array([[0, 1]], np.int64), np.array([[0, 1]], np.uint8), {}, TypeError, "uint8"),
+    (np.zeros((1, 2, 3), np.uint8), np.zeros((1, 2), np.uint8), {}, ValueError, "2-D"),
+    (np.zeros((2, 0), np.uint8), np.zeros((2, 3), np.uint8), {}, ValueError, "empty"),
+    ("ACGT", "ACGT", {}, TypeError, "single str"),
+    (["ACG"], [np.array([0, 9])], {}, ValueError, "outside 0..4"),
+    (["ACG"], [3.5], {}, TypeError, "give str letters"),
+    (["ACG"], ["ACG"], {"method": "fast"}, ValueError, "method must be one of"),
+    (["ACG"], ["ACG"], {"scoring": "blosum"}, TypeError, "Scoring"),
+    (["ACG"], ["ACG"], {"lanes": 0}, ValueError, "lanes"),
+    (["ACG"], ["ACG"], {"threads": 0}, ValueError, "threads"),
+    (5, ["ACG"], {}, TypeError, "list of str"),
+])
+def test_bad_input(s1, s2, kw, exc, match):
+    with pytest.raises(exc, match=match):
+        A.align(s1, s2, **kw)
+
+
+def test_bad_scoring_and_sizes():
+    with pytest.raises(ValueError, match="≤ 0"):
+        A.Scoring(gap_open=3)
+    with pytest.raises(ValueError, match="int16"):
+        A.Scoring(match=40000)
+    with pytest.raises(TypeError, match="integer"):
+        A.Scoring(match=1.5)
+    with pytest.raises(ValueError, match="size must be one of"):
+        A.make_inputs("huge")
+    with pytest.raises(ValueError, match="unknown size keys"):
+        A.make_inputs({"n": 3})
+    with pytest.raises(ValueError, match="min_length"):
+        A.make_inputs({"pairs": 2, "length": 5, "min_length": 9})
+
+
+def test_encode_decode_make_inputs_validate():
+    assert A.decode(A.encode("acgtN")) == "ACGTN"
+    assert A.encode(["AC", "GT"]).shape == (2, 2)
+    with pytest.raises(ValueError, match="equal lengths"):
+        A.encode(["A", "CG"])
+    with pytest.raises(ValueError, match="0..4"):
+        A.decode(np.array([7]))
+    assert A.align([], []).shape == (0,)
+    seed = A.make_inputs("seed")
+    assert seed.seqs1.shape == (16, 200) and seed.equal_lengths and seed.pairs == 16
+    assert (A.make_inputs("seed").seqs2 == seed.seqs2).all()
+    var = A.make_inputs({"pairs": 50, "length": 30, "min_length": 1}, seed=1)
+    assert not var.equal_lengths and var.lens1.min() >= 1 and var.lens1.max() <= 30
+    assert repr(A.Scoring()) == "Scoring(match=6, mismatch=-4, gap_open=-11, gap_extend=-1)"
+    with pytest.raises(AssertionError, match=r"score\[1\] = 5, expected 4"):
+        A.validate(np.array([1, 5]), np.array([1, 4]))
+
+
+def test_transpose_batch():
+    c = np.arange(12, dtype=np.uint8).reshape(3, 4) % 5
+    t = A.transpose_batch(c)
+    assert t.flags.c_contiguous and (t == c.T).all() and t.dtype == np.uint8
+
+
+# ------------------------------------------------------------------ vectorisation facts
+def test_int16_kernel_uses_16bit_lanes_and_promoted_does_not():
+    from labkit import inspect as lk_inspect
+
+    inp = A.make_inputs("seed")
+    args = (A.transpose_batch(inp.seqs1), A.transpose_batch(inp.seqs2), inp.scoring)
+    A.align_transposed(*args)
+    A.align_transposed_promoted(*args)
+    good = lk_inspect.vector_report(A.align_transposed, args)
+    naive = lk_inspect.vector_report(A.align_transposed_promoted, args)
+    assert good.vectorized and naive.vectorized
+    assert any("smax" in op and "x i16>" in op for op in good.ir_vector_ops)
+    assert any("smax" in op and "x i64>" in op for op in naive.ir_vector_ops)
+    assert "max over 32 int16 lanes" in A._lanes_note(A.align_transposed, args) or good.max_width_bits < 512
+
+
+# ------------------------------------------------------------------ exercise checks
+@pytest.fixture
+def report_speed(monkeypatch):
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    monkeypatch.delenv("LABKIT_CHECK_STRICT", raising=False)
+
+
+def test_check_transpose(report_speed):
+    assert check.transpose(A.transpose_batch).passed
+    assert check.transpose(lambda c: c.T).verdict == "wrong"
+    assert check.transpose(lambda c: c).verdict == "wrong"
+
+    def stub(codes):
+        raise NotImplementedError("loop over pairs and positions")
+    r = check.transpose(stub)
+    assert r.verdict == "not implemented" and "loop over" in r.message
+
+
+def test_check_transposed_inner(report_speed):
+    from numba import njit
+
+    r = check.transposed_inner(A.align_transposed)
+    assert r.passed, str(r)
+    assert "int16 lanes" in r.message or "vectorised" in r.message
+
+    @njit
+    def off_by_one(s1T, s2T, scoring):
+        return A.align_transposed(s1T, s2T, scoring) + 1
+    r = check.transposed_inner(off_by_one)
+    assert r.verdict == "wrong" and "score[0]" in r.message
+
+    def ignores_scoring(s1T, s2T, scoring):
+        return A.align_transposed(s1T, s2T, A.Scoring())
+    assert check.transposed_inner(ignores_scoring).verdict == "wrong"
+
+    def stub(s1T, s2T, scoring):
+        raise NotImplementedError("write the lane loop")
+    assert check.transposed_inner(stub).verdict == "not implemented"
+
+
+# ------------------------------------------------------------------ benchmark spec
+def test_benchmark_spec_and_run_small():
+    assert A.BENCHMARK["baseline"] in A.BENCHMARK["variants"]
+    assert A.BENCHMARK["work"](A.make_inputs("seed")) == 16
+    res = A.run_benchmark(size="small", repeat=1)
+    assert {"steps", "vs parasail"} <= set(res)
+    assert res["steps"].ratio("transposed") > 0
+    assert "parasail nw_scan_16" in str(res["vs parasail"])
+    t = A.throughput(lanes=32, threads=1, pairs=64, length=50, repeat=1)
+    assert t["throughput"] > 0
