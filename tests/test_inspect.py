@@ -286,3 +286,32 @@ def test_unknown_cpu():
         li.compile_for(add, "pentium4")
     with pytest.raises(TypeError):
         li.compile_for(add, 42)
+
+
+def test_kernels_loaded_from_numba_cache_are_inspected(tmp_path):
+    """numba cannot inspect code loaded from its disk cache; labkit recompiles a fresh copy."""
+    import subprocess
+    import sys
+    import textwrap
+
+    (tmp_path / "cached_kernel.py").write_text(textwrap.dedent("""
+        import numba
+        @numba.njit(cache=True)
+        def scale(a, out):
+            for i in range(a.shape[0]):
+                out[i] = a[i] * 3.0
+    """))
+    script = textwrap.dedent("""
+        import warnings, numpy as np
+        warnings.simplefilter("error")
+        import cached_kernel
+        from labkit import inspect as li
+        x = np.ones(32)
+        cached_kernel.scale(x, x.copy())
+        print(sum(cached_kernel.scale.stats.cache_hits.values()), li.vector_report(cached_kernel.scale).vectorized)
+    """)
+    runs = [subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr
+    assert runs[0].stdout.split() == ["0", "True"]
+    assert runs[1].stdout.split() == ["1", "True"]  # loaded from the cache, still inspected
