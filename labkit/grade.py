@@ -644,6 +644,7 @@ def _execute(sub, canon, student_nb, settings, res) -> None:
     done: list[int] = []           # cells run so far (replayed after a restart)
     bad: set[int] = set()          # cells never to run again (they hung or killed the kernel)
     log = res["cells"]
+    sol_errors: dict[str, str] = {}   # exercise → error raised by the student's exercise cell
     poisoned: set[str] = set()     # student functions that hung or crashed: cells using them skip
 
     def restart() -> bool:
@@ -701,6 +702,12 @@ def _execute(sub, canon, student_nb, settings, res) -> None:
                 elif ex is not None:
                     r = _parse_result(nb.cells[i], p)
                     final[ex.name] = _verdict_row(ex, r, p, i in session.client.truncated)
+                    if ex.name in sol_errors and final[ex.name]["verdict"] != "passed":
+                        final[ex.name]["message"] = _short(
+                            f"your exercise cell failed ({sol_errors[ex.name]}); "
+                            + final[ex.name]["message"])
+                if status == "error" and p.kind == "solution" and ex is not None:
+                    sol_errors[ex.name] = _short(detail, 200)
                 continue
             bad.add(i)
             if ex is not None and ex.fn_src.isidentifier():

@@ -107,6 +107,9 @@ EXPECTED = {
     "ivan": {"": (0, "unreadable")},
     "judy": {"gf_add_one": (0, "missing"), "gf_double": (2, "passed")},
     "kim": {"": (0, "unreadable")},
+    "lena": {"gf_add_one": (0, "error"), "gf_double": (2, "passed")},
+    "mona": {"gf_add_one": (1, "passed"), "gf_double": (2, "passed")},
+    "nina": {"gf_add_one": (0, "error"), "gf_double": (2, "passed")},
 }
 
 
@@ -165,6 +168,14 @@ def build_class(root: Path) -> dict:
             c.metadata["nbgrader"]["grade_id"] = "ex-my_own_name"
     put("judy/00_fix.ipynb", judy)
     (subs / "kim").mkdir()                                        # a folder with no notebook
+    # a memory blow-up: stopped by the kernel's address-space limit (a MemoryError, no swap storm)
+    put("lena.ipynb", _set(sol, "ex-gf_add_one", _fn("add_one", "big = bytearray(3 << 30)\n"
+                                                                  "return x + 1")))
+    # ~2 MB printed during the check: the report keeps the verdict, drops the flood
+    put("mona.ipynb", _set(sol, "ex-gf_add_one", _fn(
+        "add_one", "for _ in range(2000):\n    print('y' * 1000)\nreturn x + 1")))
+    # a syntax error in the exercise cell
+    put("nina.ipynb", _set(sol, "ex-gf_add_one", "def add_one(x):\n    return x +"))
     return {"solutions": root / "solutions", "subs": subs, "pkg": root / "pkg"}
 
 
@@ -182,7 +193,7 @@ def graded(course):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(course["pkg"]), str(ROOT)]))
     proc = subprocess.run(
         [PY, "-m", "labkit", "grade", str(course["subs"]), "--out", str(out), "--json", str(js),
-         "--jobs", "2", "--cell-timeout", "5", "--notebook-timeout", "120",
+         "--jobs", "2", "--memory-limit", "2G", "--cell-timeout", "5", "--notebook-timeout", "120",
          "--solutions", str(course["solutions"]), "--exercise-module", "gradefix_lab",
          "--no-progress"],
         capture_output=True, text=True, env=env, timeout=600, cwd=str(course["subs"].parent))
@@ -212,6 +223,8 @@ def test_rows_carry_max_points_and_clear_messages(graded):
     assert by[("ivan", "")]["max_points"] == "3"                     # matched by single course
     assert "ex-gf_add_one" in by[("judy", "gf_add_one")]["message"]
     assert "no notebook" in by[("kim", "")]["message"]
+    assert "MemoryError" in by[("lena", "gf_add_one")]["message"]
+    assert "SyntaxError" in by[("nina", "gf_add_one")]["message"]
     assert set(graded["rows"][0]) == set(grade.CSV_FIELDS)
 
 
@@ -229,6 +242,8 @@ def test_json_has_full_detail_and_summary_prints_totals(graded):
     assert any(c.get("status") == "stuck" for c in gina["cells"])
     frank = subs[("frank", "frank.ipynb")]
     assert [c["status"] for c in frank["cells"] if c["cell"] == 4] == ["skipped"]
+    assert 3 in subs[("mona", "mona.ipynb")]["truncated_output_cells"]
+    assert len(json.dumps(graded["json"])) < 200_000 * 4
     hank = subs[("hank", "hank.ipynb")]
     assert hank["kernel_restarts"] >= 1
     assert subs[("judy", "judy/00_fix.ipynb")]["canonical"] == "00_fix.ipynb"
