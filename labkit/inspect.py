@@ -25,7 +25,6 @@ How the pieces get their text
 from __future__ import annotations
 
 import ast
-import builtins
 import dataclasses
 import difflib
 import functools
