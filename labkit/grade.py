@@ -833,6 +833,10 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                                                     f"grader worker failed: {e}")
                         results[k]["status"] = "grader error"
                     bar.update()
+                    if results[k]["status"] == "tampered":
+                        for other in futs:
+                            other.cancel()
+                        break
     finally:
         bar.close()
     return [r for r in results if r is not None]

@@ -254,6 +254,30 @@ def test_json_has_full_detail_and_summary_prints_totals(graded):
     assert "gf_double: " in out
 
 
+def test_editing_labkit_on_disk_stops_the_batch(tmp_path):
+    course = build_class(tmp_path)
+    subs = tmp_path / "tamper"
+    subs.mkdir()
+    sol = solution_notebook()
+    evil = _set(sol, "ex-gf_add_one", "import gradefix_lab, pathlib\n"
+                "_p = pathlib.Path(gradefix_lab.__file__)\n"
+                "_p.write_text(_p.read_text() + '\\n# changed\\n')\n" + _fn("add_one", "return x + 1"))
+    nbformat.write(evil, subs / "a_evil.ipynb")
+    nbformat.write(sol, subs / "b_fine.ipynb")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(course["pkg"]), str(ROOT)]))
+    out = tmp_path / "g.csv"
+    proc = subprocess.run(
+        [PY, "-m", "labkit", "grade", str(subs), "--out", str(out), "--solutions",
+         str(course["solutions"]), "--exercise-module", "gradefix_lab", "--no-progress"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "STOPPED" in proc.stderr and "a_evil" in proc.stderr
+    with open(out, newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    assert {r["student"] for r in table} == {"a_evil"}
+    assert all("tampered" in r["flags"] for r in table)
+
+
 # ------------------------------------------------------------------ no kernel needed
 def test_parse_check_line_forms():
     assert grade.parse_check_line("x = 1\ncheck.colsum(colsum)") == ("colsum", "colsum", [])
