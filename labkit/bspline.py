@@ -42,7 +42,8 @@ __all__ = [
     "BsplineInputs", "SIZES", "STREAMS", "FLOAT32_RTOL", "make_inputs", "prefactors",
     "basis", "reference", "vgh_aos", "vgh_soa", "vgh_aosoa", "to_aosoa", "soa_to_canonical",
     "aos_to_soa", "evaluate_vgh", "validate", "walker_tiles", "traffic_per_eval",
-    "flops_per_eval", "stream_stride", "new_output",
+    "flops_per_eval", "stream_stride", "new_output", "ndbspline_of", "ndbspline_vgh", "Workload",
+    "BENCHMARK", "run_benchmark", "tile_sweep", "TILE_TOLERANCE", "TILE_CHOICES", "CHECKS",
 ]
 
 #: The 10 SoA output streams, in order (the Hessian is symmetric: 6 of its 9 entries).
@@ -609,3 +610,273 @@ def traffic_per_eval(layout: str = "soa", dtype=np.float64) -> dict:
     streams = 13 if layout == "aos" else 10
     return {"coef_reads": 64 * item, "out_writes": streams * item,
             "out_rmw": 16 * 2 * streams * item}
+
+
+# ----------------------------------------------------------------------------- benchmark
+def ndbspline_vgh(spline, positions):
+    """Value, gradient and Hessian by ``scipy.interpolate.NdBSpline`` (10 derivative calls):
+    the independent library the kernels are compared with; ``spline`` from :func:`ndbspline_of`."""
+    pos = np.asarray(positions, dtype=np.float64)
+    out = [spline(pos, nu=nu) for nu in ((0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (2, 0, 0),
+                                         (1, 1, 0), (1, 0, 1), (0, 2, 0), (0, 1, 1), (0, 0, 2))]
+    return out
+
+
+def ndbspline_of(inputs):
+    """The same periodic spline as a ``scipy.interpolate.NdBSpline`` (knots Δ·arange(-3, n+4),
+    coefficients extended modulo n): positions must already lie in the box."""
+    from scipy.interpolate import NdBSpline
+
+    coefs, lengths = _unpack(inputs)
+    grid = coefs.shape[:3]
+    knots = tuple((L / n) * np.arange(-3, n + 4) for n, L in zip(grid, lengths))
+    ext = coefs[np.ix_(*[np.arange(n + 3) % n for n in grid])].astype(np.float64, copy=False)
+    return NdBSpline(knots, ext, 3)
+
+
+class Workload:
+    """Prepared arguments for timing one layout on fixed inputs (no allocation inside the call)."""
+
+    def __init__(self, inputs: BsplineInputs, layout: str, tile: int | None = None,
+                 threads: int = 1, walker: bool = False):
+        self.inputs, self.layout, self.threads, self.walker = inputs, layout, threads, walker
+        coefs = inputs.coefs
+        self.idx, self.pref = prefactors(inputs.positions, inputs.grid, inputs.lengths,
+                                         dtype=coefs.dtype)
+        P, N = self.idx.shape[0], inputs.n
+        if layout == "aos":
+            self.args = (coefs, self.idx, self.pref, np.empty((P, N), coefs.dtype),
+                         np.empty((P, N, 3), coefs.dtype), np.empty((P, N, 3, 3), coefs.dtype))
+            self.kernel = _batch_aos
+        else:
+            tc = coefs.reshape((1,) + coefs.shape) if layout == "soa" else inputs.tiled(tile)
+            q = 1 if walker else P
+            out = np.empty((q, tc.shape[0], 10, stream_stride(tc.shape[4], coefs.dtype)),
+                           coefs.dtype)
+            self.args = (tc, self.idx, self.pref, out)
+            self.kernel = _walker_tiles if walker else _batch_tiles
+        self.work = P * N
+
+    def __call__(self):
+        """Run the kernel once on the prepared arguments with the chosen number of threads."""
+        with _threads(self.threads):
+            self.kernel(*self.args)
+
+
+def _bench_sizes(size):
+    if size in (None, "seed", "large"):
+        big_n = 1024 if size == "large" else 512
+        return {
+            "cache": {"grid": (8, 8, 8), "n": 512, "positions": 256},
+            "seed": {"grid": (48, 48, 60), "n": big_n, "positions": 128},
+            "scipy_small": {"grid": (24, 24, 24), "n": 64, "positions": 64},
+            "tiles": {"grid": (8, 8, 8), "n": 1024, "positions": 128},
+            "nested": {"grid": (8, 8, 8), "n": 2048, "positions": 64},
+            "tiles_list": (32, 64, 128, 256, 512),
+            "nested_tile": 256,
+        }
+    if size == "small":
+        return {
+            "cache": {"grid": (6, 6, 6), "n": 128, "positions": 32},
+            "seed": {"grid": (12, 12, 15), "n": 128, "positions": 16},
+            "scipy_small": {"grid": (8, 8, 8), "n": 32, "positions": 16},
+            "tiles": {"grid": (6, 6, 6), "n": 256, "positions": 16},
+            "nested": {"grid": (6, 6, 6), "n": 512, "positions": 8},
+            "tiles_list": (32, 128),
+            "nested_tile": 128,
+        }
+    raise ValueError(f"size must be None, 'small', 'seed' or 'large', got {size!r}")
+
+
+#: The benchmark spec shared by ``labkit bench bspline`` and the notebook (see run_benchmark).
+BENCHMARK = {
+    "inputs": {"grid": (8, 8, 8), "n": 512, "positions": 256},
+    "variants": {"aos": dict(layout="aos"), "soa": dict(layout="soa"),
+                 "aosoa": dict(layout="aosoa", tile=64)},
+    "baseline": "aos",
+    "peers": {"scipy NdBSpline": ndbspline_vgh},
+    "work": lambda inputs: len(inputs.positions) * inputs.n,
+    "unit": "VGH",
+}
+
+
+def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
+    """The lab's measured claims, as a dict name → BenchResult (throughput in VGH/s):
+    layouts on a cache-resident and on the seed's grid, scipy, tile sizes, nested threading."""
+    from labkit import bench
+
+    sz = _bench_sizes(size)
+    results = {}
+    kw = dict(repeat=repeat, min_time=min_time, unit="VGH")
+
+    # 1. AoS → SoA → AoSoA, cache-resident grid, one thread
+    x = make_inputs(sz["cache"])
+    g = "×".join(map(str, x.grid))
+    results["layouts, cache-resident grid"] = bench.compare(
+        {"aos": Workload(x, "aos"), "soa": Workload(x, "soa"),
+         "aosoa Nb=64": Workload(x, "aosoa", tile=64)},
+        (), baseline="aos", work=x.n * len(x.positions),
+        label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread", **kw)
+    del x
+
+    # 2. the seed's grid (coefficients far beyond the last-level cache), plus scipy
+    x = make_inputs(sz["seed"])
+    g = "×".join(map(str, x.grid))
+    spl = ndbspline_of(x)
+    pos = np.mod(x.positions, np.asarray(x.lengths))
+    results["layouts, seed grid"] = bench.compare(
+        {"scipy NdBSpline": (ndbspline_vgh, (spl, pos)), "aos": Workload(x, "aos"),
+         "soa": Workload(x, "soa")},
+        (), baseline="scipy NdBSpline", work=x.n * len(x.positions),
+        label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread", **kw)
+    del x, spl
+
+    x = make_inputs(sz["scipy_small"])
+    spl = ndbspline_of(x)
+    results["scipy, small problem"] = bench.compare(
+        {"scipy NdBSpline": (ndbspline_vgh, (spl, x.positions)), "soa": Workload(x, "soa")},
+        (), baseline="scipy NdBSpline", work=x.n * len(x.positions),
+        label=f"{'×'.join(map(str, x.grid))} grid, N={x.n}, 1 thread", **kw)
+    del x, spl
+
+    # 3. tile size: AoSoA vs SoA at N ≥ 1024, one thread
+    x = make_inputs(sz["tiles"])
+    funcs = {"soa": Workload(x, "soa")}
+    for t in sz["tiles_list"]:
+        funcs[f"aosoa Nb={t}"] = Workload(x, "aosoa", tile=t)
+    results["tile size"] = bench.compare(
+        funcs, (), baseline="soa", work=x.n * len(x.positions),
+        label=f"{'×'.join(map(str, x.grid))} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread",
+        **kw)
+    del x, funcs
+
+    # 4. nested threading: one walker's moves, each move's tiles over 2 threads; and walkers × tiles
+    x = make_inputs(sz["nested"])
+    nt = sz["nested_tile"]
+    lab = f"{'×'.join(map(str, x.grid))} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}"
+    results["nested threading, one walker"] = bench.compare(
+        {"soa, 1 thread": Workload(x, "soa", walker=True),
+         f"aosoa Nb={nt}, 1 thread": Workload(x, "aosoa", tile=nt, walker=True),
+         f"aosoa Nb={nt}, 2 threads": Workload(x, "aosoa", tile=nt, threads=2, walker=True)},
+        (), baseline="soa, 1 thread", work=x.n * len(x.positions),
+        label=lab + ", moves one after another (time-to-solution)", **kw)
+    results["walkers × tiles, threads"] = bench.compare(
+        {"1 thread": Workload(x, "aosoa", tile=nt), "2 threads": Workload(x, "aosoa", tile=nt,
+                                                                          threads=2)},
+        (), baseline="1 thread", work=x.n * len(x.positions),
+        label=lab + f", Nb={nt}, positions × tiles in one prange", **kw)
+    return results
+
+
+def tile_sweep(inputs: BsplineInputs, tiles=(16, 32, 64, 128, 256, 512), threads: int = 1,
+               repeat: int = 3, min_time: float = 0.05, walker: bool = False) -> dict:
+    """Throughput (VGH/s) of AoSoA for each tile size (and SoA as ``"soa"``) on ``inputs``."""
+    from labkit import bench
+
+    out = {}
+    soa = Workload(inputs, "soa", threads=threads, walker=walker)
+    out["soa"] = soa.work / bench.timeit(soa, repeat=repeat, min_time=min_time).median_s
+    for t in tiles:
+        if t > inputs.n:
+            continue
+        w = Workload(inputs, "aosoa", tile=t, threads=threads, walker=walker)
+        out[t] = w.work / bench.timeit(w, repeat=repeat, min_time=min_time).median_s
+    return out
+
+
+# ----------------------------------------------------------------------------- exercises
+from labkit.check import CheckFailure, exercise, mismatch, rng, speed_enforced  # noqa: E402
+from labkit.check import speed_gate, vectorized_gate  # noqa: E402
+
+#: A chosen tile passes when its throughput is within this fraction of the best measured tile.
+TILE_TOLERANCE = 0.25
+#: Tile sizes the tile-choice check measures (plus the student's own choice).
+TILE_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
+_TILE_CHECK_SIZE = {"grid": (8, 8, 8), "n": 1024, "positions": 64}
+
+
+@exercise("aos_to_soa", points=1)
+def check_aos_to_soa(student):
+    """``student(v, g, h)`` → SoA streams ``(10, N)`` in STREAMS order, from one position's AoS output."""
+    r = rng()
+    for N in (1, 8, int(r.integers(9, 300))):
+        v = r.standard_normal(N)
+        g = r.standard_normal((N, 3))
+        h = r.standard_normal((N, 3, 3))
+        h = h + np.swapaxes(h, 1, 2)
+        got = student(v.copy(), g.copy(), h.copy())
+        if isinstance(got, (list, tuple)):
+            got = np.asarray(got)
+        msg = mismatch(got, aos_to_soa(v, g, h), name="soa")
+        if msg is not None:
+            raise AssertionError(f"{msg} — rows must be {', '.join(STREAMS)}")
+    return "all 10 streams right for N = 1, 8 and a random N"
+
+
+def _soa_case(r, grid, N, dtype=np.float64):
+    coefs = r.standard_normal(tuple(grid) + (N,)).astype(dtype)
+    pos = r.random((1, 3)) * 2.0 - 0.5
+    idx, pref = prefactors(pos, grid, dtype=dtype)
+    return coefs, idx[0], pref[0]
+
+
+@exercise("soa_inner_loop", points=2)
+def check_soa_inner_loop(student):
+    """``student(coefs, idx, pref, out)`` fills the SoA streams ``out (10, ≥N)`` like ``vgh_soa``."""
+    r = rng()
+    for grid, N in (((4, 5, 6), 1), ((7, 4, 5), 8), ((5, 6, 4), int(r.integers(9, 90)))):
+        coefs, idx, pref = _soa_case(r, grid, N)
+        out = new_output(N, "soa")
+        out[:] = np.nan                         # a kernel must overwrite, not add to, old values
+        student(coefs, idx, pref, out)
+        exp = new_output(N, "soa")
+        vgh_soa(coefs, idx, pref, exp)
+        scale = float(np.max(np.abs(exp[:, :N]))) or 1.0
+        msg = mismatch(out[:, :N], exp[:, :N], name="out", rtol=1e-9, atol=1e-12 * scale)
+        if msg is not None:
+            raise AssertionError(f"{msg} — rows are {', '.join(STREAMS)}")
+    if hasattr(student, "signatures"):
+        sig = tuple(numba.typeof(a) for a in (coefs, idx, pref, out))
+        vectorized_gate(student, sig, min_bits=256)
+    x = make_inputs({"grid": (8, 8, 8), "n": 512, "positions": 1}, seed=1)
+    idx, pref = prefactors(x.positions, x.grid)
+    aos = new_output(x.n, "aos")
+    speed_gate(student, vgh_aos, (x.coefs, idx[0], pref[0]) + aos, need=1.5,
+               vs="the AoS kernel", student_args=(x.coefs, idx[0], pref[0], new_output(x.n, "soa")))
+    return "matches vgh_soa on 3 random grids"
+
+
+@exercise("tile_size", points=1)
+def check_tile_size(student):
+    """``student(inputs)`` → a tile size Nb whose AoSoA throughput on ``inputs`` is within
+    TILE_TOLERANCE of the best tile measured now (8³ grid, N = 1024, one thread)."""
+    from labkit import bench
+
+    x = make_inputs(_TILE_CHECK_SIZE, seed=int(rng().integers(1 << 30)))
+    choice = student(x)
+    if isinstance(choice, bool) or not isinstance(choice, (int, np.integer)):
+        raise AssertionError(f"return the tile size as an int (splines per tile), got {choice!r}")
+    choice = int(choice)
+    if not 1 <= choice <= x.n:
+        raise AssertionError(f"tile size must be between 1 and N = {x.n}, got {choice}")
+    tiles = sorted(set(TILE_CHOICES) | {choice})
+    sweep = tile_sweep(x, tiles=tiles, repeat=3, min_time=0.02)
+    best = max((t for t in sweep if t != "soa"), key=lambda t: sweep[t])
+    if best == choice:
+        return f"Nb = {choice} was the fastest tile measured"
+    res = bench.compare({"best": Workload(x, "aosoa", tile=best),
+                         "yours": Workload(x, "aosoa", tile=choice)}, (), repeat=5,
+                        min_time=0.03)
+    frac = res.ratio("yours", "best")
+    note = (f"Nb = {choice} reached {frac:.0%} of the best measured tile (Nb = {best}); "
+            f"need ≥ {1 - TILE_TOLERANCE:.0%}")
+    if frac >= 1 - TILE_TOLERANCE:
+        return note
+    if speed_enforced():
+        raise CheckFailure("not fast enough", note)
+    return note + " — speed reported only (LABKIT_SPEED=report)"
+
+
+#: The exercises this lab registers (``check.<name>``).
+CHECKS = {"aos_to_soa": check_aos_to_soa, "soa_inner_loop": check_soa_inner_loop,
+          "tile_size": check_tile_size}

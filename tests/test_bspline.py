@@ -233,3 +233,62 @@ def test_validate_messages(ref):
         bs.validate((ref[0][:1], ref[1], ref[2]), ref)
     with pytest.raises(AssertionError, match="canonical"):
         bs.validate(ref[0], ref)
+
+
+# ------------------------------------------------------------------ exercise checks
+from numba import njit  # noqa: E402
+
+from labkit import check  # noqa: E402
+
+
+def _stub(*args):
+    raise NotImplementedError("write the loop")
+
+
+def test_check_aos_to_soa():
+    assert check.aos_to_soa(bs.aos_to_soa).passed
+    wrong = lambda v, g, h: bs.aos_to_soa(v, g, np.swapaxes(h, -1, -2) * 0 + h[..., ::-1, :])  # noqa: E731
+    r = check.aos_to_soa(wrong)
+    assert r.verdict == "wrong" and "rows must be" in r.message
+    assert check.aos_to_soa(_stub).verdict == "not implemented"
+
+
+@njit(cache=True)
+def _wrong_soa(coefs, idx, pref, out):
+    bs.vgh_soa(coefs, idx, pref, out)
+    for n in range(coefs.shape[3]):
+        out[5, n] = out[6, n]          # hxy replaced by hxz
+
+
+@njit
+def _stub_soa(coefs, idx, pref, out):
+    raise NotImplementedError("write the SoA inner loop")
+
+
+def test_check_soa_inner_loop(monkeypatch):
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    r = check.soa_inner_loop(bs.vgh_soa)
+    assert r.passed, str(r)
+    r = check.soa_inner_loop(_wrong_soa)
+    assert r.verdict == "wrong" and "out[5," in r.message
+    r = check.soa_inner_loop(_stub_soa)
+    assert r.verdict == "not implemented" and "SoA inner loop" in r.message
+
+
+def test_check_tile_size(monkeypatch):
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    assert check.tile_size(lambda x: 128).passed
+    assert check.tile_size(lambda x: 0).verdict == "wrong"
+    assert check.tile_size(lambda x: "64").verdict == "wrong"
+    assert check.tile_size(_stub).verdict == "not implemented"
+    monkeypatch.setenv("LABKIT_SPEED", "enforce")
+    r = check.tile_size(lambda x: 1)            # one spline per tile: many times slower
+    assert r.verdict == "not fast enough", str(r)
+
+
+def test_run_benchmark_small():
+    res = bs.run_benchmark("small", repeat=1, min_time=0.0)
+    assert "layouts, cache-resident grid" in res and "nested threading, one walker" in res
+    assert res["layouts, seed grid"].ratio("soa", "aos") > 0
+    with pytest.raises(ValueError, match="size"):
+        bs.run_benchmark("enormous")
