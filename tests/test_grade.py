@@ -304,6 +304,9 @@ def test_built_notebook_takes_only_solution_cells_from_the_student(course):
     assert str(plan[3].seed) in chk and plan[3].seed != plan[6].seed
     assert "print('✔')" not in chk
     assert pre["missing"] == {} and "edited" in pre["flags"]["gf_add_one"][0]
+    canon.nb.cells[4].metadata["tags"] = ["slow-demo"]
+    _, plan, _ = grade.build_notebook(canon, student, skip_tags=["slow-demo"])
+    assert plan[4].kind == "skip"
 
 
 def test_result_line_needs_nonce_and_key():
@@ -337,6 +340,24 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert "labkit grade:" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         grade.main([str(tmp_path), "--memory-limit", "lots"])
+
+
+def test_repo_solutions_are_gradable():
+    """Every solutions/*.ipynb parses for the grader: check lines, registered exercises, stubs."""
+    paths = sorted((ROOT / "solutions").glob("*.ipynb"))
+    if not paths:
+        pytest.skip("no solutions/*.ipynb in the repo yet")
+    for path in paths:
+        canon = grade.load_canonical(path)
+        grade._resolve_modules(canon)                                # each exercise registered
+        released = release_notebook(canon.nb, path.name)
+        assert grade.match_canonical(released, Path("alice.ipynb"),
+                                     grade.load_solutions(ROOT / "solutions")) is not None
+        nb, plan, pre = grade.build_notebook(canon, released)
+        assert pre["missing"] == {}, f"{path.name}: {pre['missing']}"
+        assert sum(p.kind == "check" for p in plan) == len(canon.exercises)
+        for ex in canon.exercises:
+            assert ex.solution_id, f"{path.name}: check-{ex.name} has no cell ex-{ex.name}"
 
 
 # ------------------------------------------------------------------ nbgrader compatibility
