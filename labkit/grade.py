@@ -160,15 +160,22 @@ def load_solutions(folder: str | Path | None = None) -> dict[str, Canonical]:
 
 def _resolve_modules(canon: Canonical, exercise_modules=()) -> None:
     """Find (in this trusted process) which module registers each exercise."""
-    for mod in exercise_modules:
-        importlib.import_module(mod)
-    from labkit import check
+    try:
+        for mod in exercise_modules:
+            importlib.import_module(mod)
+        from labkit import check
+    except Exception as e:  # noqa: BLE001 - say which module, not a traceback
+        raise ValueError(f"cannot import the exercise modules for {canon.name}: "
+                         f"{type(e).__name__}: {e}") from None
 
     for ex in canon.exercises:
         if ex.module:
             continue
         try:
             ex.module = check.get(ex.name).module
+        except ImportError as e:
+            raise ValueError(f"{canon.name}: importing labkit's lab modules to find exercise "
+                             f"{ex.name!r} failed: {e}") from None
         except AttributeError as e:
             raise ValueError(f"{canon.name}: its check cell calls check.{ex.name}, but no module "
                              f"registers that exercise ({e}); add the lab module to "
