@@ -177,7 +177,8 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     ratio = float(res.ratio("yours"))
     compile_s = next((r["compile_s"] for r in res.rows if r["name"] == "yours"), float("nan"))
     note = f"{ratio:.1f}× faster than {vs}" if ratio >= 1 else f"{1 / ratio:.1f}× slower than {vs}"
-    note += f" (compile {compile_s:.2f} s)"
+    if compile_s >= 0.01:  # the first call compiled the student's function here
+        note += f" (compile {compile_s:.2f} s)"
     if _current is not None:
         _current.details["speed_ratio"] = ratio
         _current.details["speed_need"] = need
