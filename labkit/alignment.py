@@ -33,7 +33,7 @@ from labkit.check import CheckFailure, exercise, mismatch, rng, speed_gate, vect
 __all__ = [
     "ALPHABET", "Scoring", "AlignmentInputs", "encode", "decode", "make_inputs", "reference",
     "align_scalar", "align_transposed_promoted", "align_transposed", "transpose_batch",
-    "align_batched", "align", "fits_int16", "validate", "BENCHMARK", "run_benchmark",
+    "align_batched", "align_batched_serial", "align", "fits_int16", "validate", "BENCHMARK", "run_benchmark",
     "parasail_scores", "throughput", "check_transpose", "check_transposed_inner",
 ]
 
@@ -604,42 +604,61 @@ def _batch_kernel(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
     # column 0 never occurs (lengths ≥ 1)
 
 
+@njit(cache=True)
+def _run_batch(seqs1, lens1, seqs2, lens2, mt, mm, go, ge, start, stop, lanes, out):
+    """Transpose pairs start..stop into a (length × lanes) batch, align it, write out[start:stop]."""
+    L1 = 1
+    L2 = 1
+    for p in range(start, stop):
+        L1 = max(L1, lens1[p])
+        L2 = max(L2, lens2[p])
+    s1T = np.zeros((L1, lanes), np.uint8)
+    s2T = np.zeros((L2, lanes), np.uint8)
+    l1 = np.full(lanes, L1, np.int64)            # padding lanes: full size, never read
+    l2 = np.full(lanes, L2, np.int64)
+    for p in range(start, stop):
+        k = p - start
+        l1[k] = lens1[p]
+        l2[k] = lens2[p]
+        for i in range(lens1[p]):
+            s1T[i, k] = seqs1[p, i]
+        for i in range(lens2[p]):
+            s2T[i, k] = seqs2[p, i]
+    res = np.empty(lanes, np.int32)
+    _batch_kernel(s1T, s2T, l1, l2, mt, mm, go, ge, res)
+    for p in range(start, stop):
+        out[p] = res[p - start]
+
+
 @njit(cache=True, parallel=True)
 def align_batched(seqs1, lens1, seqs2, lens2, scoring, lanes=64):
     """The fast kernel: pairs in batches of ``lanes`` (rounded up to a multiple of 32; transposed
     here, the last batch padded), any lengths ≥ 1 (each score read at its own cell), 4 columns per
-    sweep, threads over batches.
-    Assumes validated input whose scores fit int16 (see ``align`` / ``fits_int16``)."""
+    sweep, threads over batches (``prange``). Assumes validated input whose scores fit int16
+    (see ``align`` / ``fits_int16``)."""
     n = seqs1.shape[0]
-    mt, mm = scoring.match, scoring.mismatch
-    go, ge = scoring.gap_open, scoring.gap_extend
     out = np.empty(n, np.int32)
     lanes = max(32, (lanes + 31) // 32 * 32)       # whole 512-bit registers of int16, no scalar tail
     nb = (n + lanes - 1) // lanes
     for bi in prange(nb):
         start = bi * lanes
-        stop = min(start + lanes, n)
-        L1 = 1
-        L2 = 1
-        for p in range(start, stop):
-            L1 = max(L1, lens1[p])
-            L2 = max(L2, lens2[p])
-        s1T = np.zeros((L1, lanes), np.uint8)
-        s2T = np.zeros((L2, lanes), np.uint8)
-        l1 = np.full(lanes, L1, np.int64)        # padding lanes: full size, never read
-        l2 = np.full(lanes, L2, np.int64)
-        for p in range(start, stop):
-            k = p - start
-            l1[k] = lens1[p]
-            l2[k] = lens2[p]
-            for i in range(lens1[p]):
-                s1T[i, k] = seqs1[p, i]
-            for i in range(lens2[p]):
-                s2T[i, k] = seqs2[p, i]
-        res = np.empty(lanes, np.int32)
-        _batch_kernel(s1T, s2T, l1, l2, mt, mm, go, ge, res)
-        for p in range(start, stop):
-            out[p] = res[p - start]
+        _run_batch(seqs1, lens1, seqs2, lens2, scoring.match, scoring.mismatch, scoring.gap_open,
+                   scoring.gap_extend, start, min(start + lanes, n), lanes, out)
+    return out
+
+
+@njit(cache=True)
+def align_batched_serial(seqs1, lens1, seqs2, lens2, scoring, lanes=64):
+    """``align_batched`` on the calling thread only (no parallel region: no thread start-up or
+    join, which matters for one batch or on a busy machine)."""
+    n = seqs1.shape[0]
+    out = np.empty(n, np.int32)
+    lanes = max(32, (lanes + 31) // 32 * 32)
+    nb = (n + lanes - 1) // lanes
+    for bi in range(nb):
+        start = bi * lanes
+        _run_batch(seqs1, lens1, seqs2, lens2, scoring.match, scoring.mismatch, scoring.gap_open,
+                   scoring.gap_extend, start, min(start + lanes, n), lanes, out)
     return out
 
 
@@ -735,11 +754,13 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
                                  f"overflow int16 scores; use method='auto' (widens to int32) "
                                  f"or method='scalar'")
             return _align_scalar_lens(c1, l1, c2, l2, sc)
+        width = max(32, (int(lanes) + 31) // 32 * 32)
+        kernel = align_batched if numba.get_num_threads() > 1 and n > width else align_batched_serial
         if (l1 == l1[0]).all() and (l2 == l2[0]).all():
-            return align_batched(c1, l1, c2, l2, sc, int(lanes))
+            return kernel(c1, l1, c2, l2, sc, int(lanes))
         order = np.lexsort((l1, l2))             # similar lengths share a batch: less padding
-        res = align_batched(np.ascontiguousarray(c1[order]), l1[order],
-                            np.ascontiguousarray(c2[order]), l2[order], sc, int(lanes))
+        res = kernel(np.ascontiguousarray(c1[order]), l1[order],
+                     np.ascontiguousarray(c2[order]), l2[order], sc, int(lanes))
         out = np.empty(n, np.int32)
         out[order] = res
         return out
@@ -760,7 +781,7 @@ def _seed_args(inputs: AlignmentInputs):
         "scalar": (align_scalar, (inputs.seqs1, inputs.seqs2, inputs.scoring)),
         "transposed_promoted": (align_transposed_promoted, (s1T, s2T, inputs.scoring)),
         "transposed": (align_transposed, (s1T, s2T, inputs.scoring)),
-        "batched": (align_batched, (inputs.seqs1, inputs.lens1, inputs.seqs2, inputs.lens2,
+        "batched": (align_batched_serial, (inputs.seqs1, inputs.lens1, inputs.seqs2, inputs.lens2,
                                     inputs.scoring, max(16, inputs.pairs))),
     }
 
@@ -784,7 +805,7 @@ def _parasail_fn(inputs: AlignmentInputs):
 BENCHMARK = {
     "inputs": "seed",
     "variants": {"scalar": align_scalar, "transposed_promoted": align_transposed_promoted,
-                 "transposed": align_transposed, "batched": align_batched},
+                 "transposed": align_transposed, "batched": align_batched_serial},
     "baseline": "scalar",
     "peers": {"parasail nw_scan_16": _parasail_fn},
     "work": _pairs,

@@ -34,6 +34,8 @@ def _all_kernels(inp):
         out["align_transposed"] = A.align_transposed(s1T, s2T, inp.scoring)
         out["align_transposed_promoted"] = A.align_transposed_promoted(s1T, s2T, inp.scoring)
         out["align_batched"] = A.align_batched(inp.seqs1, inp.lens1, inp.seqs2, inp.lens2, inp.scoring, 64)
+        out["align_batched_serial"] = A.align_batched_serial(inp.seqs1, inp.lens1, inp.seqs2, inp.lens2,
+                                                             inp.scoring, 16)
         out["codes 2-D"] = A.align(inp.seqs1, inp.seqs2, inp.scoring)
     return out
 
