@@ -33,11 +33,13 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, Number) and not isinstance(v, bool)
 
 
-def _fmt_value(key: str, v: Any) -> str:
+def _fmt_value(key: str, v: Any, items: str | None = None) -> str:
     if _is_number(v) and isinstance(v, Real):
         v = float(v)
         if _is_time(key):
             return format_time(v)
+        if key == "throughput" and items:
+            return format_si(v, items if items.endswith("/s") else f"{items}/s")
         return format_si(v)
     return str(v)
 
@@ -129,6 +131,11 @@ class Tuner(W.VBox):
             w = W.Dropdown(options=[(str(v), v) for v in values], value=values[0], description=name,
                            style=style, layout=W.Layout(width="min(100%, 20em)"))
         w.add_class("labkit-tuner-control")
+        # SelectionSlider's view lacks the 'jupyter-widgets' class IntSlider has; add it so browser
+        # tests (and CSS) find every slider as `.jupyter-widgets.widget-slider`.
+        w.add_class("jupyter-widgets")
+        if isinstance(w, W.SelectionSlider):
+            w.add_class("widget-slider")
         return w
 
     # -- state
@@ -147,6 +154,8 @@ class Tuner(W.VBox):
         if self._debounce <= 0:
             self._guarded_run()
             return
+        shown = ", ".join(f"{k}={v}" for k, v in self.values.items())
+        self.status.value = f"<span style='color:#b26a00'>⏳ running… {html.escape(shown)}</span>"
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
@@ -188,7 +197,7 @@ class Tuner(W.VBox):
                 self.history.append(entry)
             else:
                 self.history[:] = [entry]
-            nums = " · ".join(f"{k} {_fmt_value(k, v)}" for k, v in result.items())
+            nums = " · ".join(f"{k} {_fmt_value(k, v, self._unit)}" for k, v in result.items())
             self.status.value = (f"<span style='color:#2e7d32'>✔</span> {html.escape(shown)} → "
                                  f"<b>{html.escape(nums)}</b> <span style='color:#777'>(run {self.runs}, "
                                  f"{html.escape(format_time(elapsed))})</span>")

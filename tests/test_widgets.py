@@ -19,6 +19,7 @@ def test_controls_and_initial_run():
     assert isinstance(t, W.VBox)
     assert isinstance(t.controls["tile"], W.SelectionSlider)
     assert isinstance(t.controls["order"], W.Dropdown)
+    assert {"jupyter-widgets", "widget-slider"} <= set(t.controls["tile"]._dom_classes)
     assert t.controls["tile"].value == 8 and t.controls["order"].value == "row"
     assert t.runs == 1 and t.history == [{"tile": 8, "order": "row", "throughput": 16e6, "median_s": 1.25e-4}]
     assert t.status in t.children and t.output in t.children
@@ -37,6 +38,7 @@ def test_change_reruns_and_redraws_immediately_without_debounce():
     assert t.output.outputs[0]["data"]["image/png"] != first_png
     ax = t.figure.axes[0]
     assert ax.get_ylabel() == "throughput (M pairs/s)"
+    assert "32.0 M pairs/s" in t.status.value
     assert {line.get_label() for line in ax.lines} >= {"order=row", "order=col", "current"}
 
 
