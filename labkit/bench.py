@@ -226,8 +226,25 @@ def timeit(f: Callable, *args: Any, repeat: int = 5, min_time: float = 0.2) -> T
 class BenchResult:
     """Result of bench.compare: one row per function, ratios vs a baseline, text/HTML/plot views."""
 
-    def __init__(self, rows: list[dict], *, baseline: str, unit: str, label: str | None,
-                 repeat: int, min_time: float, times: dict[str, list[float]] | None = None):
+    def __init__(self, rows: list[dict], *, baseline: str | None = None, unit: str = "items",
+                 label: str | None = None, repeat: int = 1, min_time: float = 0.0,
+                 times: dict[str, list[float]] | None = None):
+        if not isinstance(rows, list) or not rows or not all(
+                isinstance(r, dict) and "name" in r and "median_s" in r for r in rows):
+            raise TypeError("rows must be a non-empty list of dicts with at least 'name' and 'median_s'")
+        names = [r["name"] for r in rows]
+        baseline = names[0] if baseline is None else baseline
+        if baseline not in names:
+            raise ValueError(f"baseline {baseline!r} is not one of the rows {names}")
+        base_med = rows[names.index(baseline)]["median_s"]
+        for r in rows:  # hand-made rows (e.g. scaled estimates) may leave the derived fields out
+            med = r["median_s"]
+            r.setdefault("compile_s", float("nan"))
+            r.setdefault("q1_s", med)
+            r.setdefault("q3_s", med)
+            r.setdefault("spread", (r["q3_s"] - r["q1_s"]) / med if med > 0 else float("nan"))
+            r.setdefault("throughput", None)
+            r.setdefault("ratio", base_med / med if med > 0 else float("inf"))
         self.rows = rows
         self.baseline = baseline
         self.unit = unit

@@ -285,3 +285,14 @@ def test_cli_lab_with_broken_import(monkeypatch, capsys):
     monkeypatch.setattr(importlib, "import_module", fake_import)
     assert bench.main(["bspline"]) == 1
     assert "could not be imported" in capsys.readouterr().out
+
+
+def test_bench_result_from_hand_made_rows():
+    res = bench.BenchResult([{"name": "est", "median_s": 2.0}, {"name": "real", "median_s": 0.5}],
+                            unit="pairs", label="scaled")
+    assert res.baseline == "est" and res.ratio("real") == pytest.approx(4.0)
+    assert "4.0×" in str(res) and "est" in res._repr_html_()
+    with pytest.raises(TypeError, match="median_s"):
+        bench.BenchResult([{"name": "x"}])
+    with pytest.raises(ValueError, match="baseline"):
+        bench.BenchResult([{"name": "x", "median_s": 1.0}], baseline="y")
