@@ -23,7 +23,7 @@ from labkit.check import exercise, mismatch, rng, speed_gate, vectorized_gate, C
 __all__ = [
     "Inputs", "make_inputs", "add_arrays", "sum_plain", "sum_fastmath", "prefix_sum",
     "colsum_naive", "colsum_rows", "dot_plain", "dot_partials", "colsum_reference",
-    "add_arrays_repeat",
+    "add_arrays_repeat", "dot_fastmath",
     "stream_add", "check_colsum", "check_dot_partials",
 ]
 
@@ -158,6 +158,15 @@ def add_arrays_repeat(a, b, out, reps):
         for i in range(out.size):
             out[i] = a[i] + b[i]
     return out
+
+
+@njit(cache=True, fastmath=True)
+def dot_fastmath(x, y):
+    """Dot product with one accumulator, but LLVM may reassociate (fastmath): it vectorises."""
+    s = 0.0
+    for i in range(x.size):
+        s += x[i] * y[i]
+    return s
 
 
 def colsum_reference(a: np.ndarray) -> np.ndarray:

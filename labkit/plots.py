@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["speedup_bars", "throughput_vs", "heatmap", "roofline", "PALETTE", "new_axes"]
+__all__ = ["speedup_bars", "throughput_vs", "heatmap", "roofline", "PALETTE", "new_axes", "compact_number"]
 
 # A calm, colour-blind-friendly palette (blue, orange, green, red, purple, grey, …).
 PALETTE = ["#3b6ea8", "#e07b39", "#5a9e6f", "#c2504b", "#8a6bb1", "#8c8c8c", "#c9a227", "#4fa3b5"]
@@ -113,6 +113,19 @@ def _si_scale(vmax: float) -> tuple[float, str]:
     return 1.0, ""
 
 
+def compact_number(v) -> str:
+    """Short tick label: 1024 → '1Ki', 3·2^20 → '3Mi', 1.5e6 → '1.5M', 12 → '12'."""
+    v = float(v)
+    if v.is_integer() and v >= 1024:
+        for div, suffix in ((2 ** 30, "Gi"), (2 ** 20, "Mi"), (2 ** 10, "Ki")):
+            if v >= div and v % div == 0:
+                return f"{int(v // div)}{suffix}"
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:g}"
+
+
 def throughput_vs(x: Sequence, ys: Mapping[str, Sequence[float]], xlabel: str, unit: str = "items",
                   ax=None, logx: bool = False, ylabel: str | None = None, highlight=None,
                   title: str | None = None):
@@ -149,7 +162,7 @@ def throughput_vs(x: Sequence, ys: Mapping[str, Sequence[float]], xlabel: str, u
             raise ValueError("logx=True needs positive x values")
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs)
-        ax.set_xticklabels([f"{v:g}" for v in xs])
+        ax.set_xticklabels([compact_number(v) for v in xs])
         ax.minorticks_off()
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

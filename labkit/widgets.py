@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import ipywidgets as W
 
 from .bench import format_si, format_time
+from .plots import compact_number
 
 __all__ = ["tuner", "Tuner"]
 
@@ -270,7 +271,7 @@ class Tuner(W.VBox):
                 ax.set_xscale("log", base=2)
                 ax.minorticks_off()
             ax.set_xticks(list(xvals))
-            ax.set_xticklabels([f"{v:g}" for v in xvals])
+            ax.set_xticklabels([compact_number(v) for v in xvals])
         else:
             ax.set_xticks(range(len(xvals)))
             ax.set_xticklabels([str(v) for v in xvals])

@@ -237,12 +237,12 @@ def dot8(x, y):
 **Predict, then measure.** How much faster should `dot8` be? If one addition takes 4 cycles of
 latency and the core can start 2 per cycle, a single chain uses 1/8 of the adder's capacity; 8
 chains could approach the limit set by loads instead. The cell below measures all three on the
-same data — compare your prediction with the ratios.
+same data — compare your prediction with the ratios (your own `dot8` was timed by its check).
 """),
     code("""
 y = inp.y
-dots = bench.compare({"dot_plain": l0.dot_plain, "your dot8": dot8,
-                      "labkit dot_partials": l0.dot_partials},
+dots = bench.compare({"dot_plain": l0.dot_plain, "dot_partials": l0.dot_partials,
+                      "dot_plain + fastmath": l0.dot_fastmath},
                      (x, y), work=x.size, unit="elements", repeat=5, min_time=0.05)
 dots
 """, ignore_output=True),
@@ -260,7 +260,8 @@ widgets.tuner(lambda n: {"GB/s": l0.stream_add(n)["GB/s"]}, params={"n": sizes},
 """, ignore_output=True),
     md("""
 The full curve, with this machine's cache sizes marked (each array is `8·n` bytes; three arrays
-are in flight):
+are in flight). The kernel repeats the addition inside one call (`add_arrays_repeat`), so the
+Python call overhead — about a microsecond — does not hide the small sizes:
 """),
     code("""
 hw = hardware.info()
