@@ -392,3 +392,12 @@ def test_check_pick_tile(report_speed):
     assert check.pick_tile(lambda n, l: 3.5).verdict == "wrong"
     assert check.pick_tile(_stub).verdict == "not implemented"
     assert set(pcc.CHECKS) == {"job_coords", "tile_loop", "pick_tile"}
+
+
+def test_tile_pairs_and_owner_matrix():
+    w = pcc.tile_pairs(10, 4)
+    assert w.tolist() == [10, 16, 8, 10, 8, 3] and w.sum() == pcc.n_jobs(10)
+    M = pcc.owner_matrix(np.arange(6), 10, 4)
+    assert M[0].tolist() == [0, 1, 2] and np.isnan(M[1, 0]) and M[2, 2] == 5
+    with pytest.raises(ValueError):
+        pcc.owner_matrix(np.arange(5), 10, 4)

@@ -31,7 +31,7 @@ __all__ = [
     "PCCInputs", "make_inputs", "reference", "validate", "pearson_allpairs", "correlated_pairs",
     "pcc_threads", "standardize", "pcc_naive", "pcc_transformed", "pcc_tiled", "blas_pcc",
     "job_id", "job_coords", "job_coords_float", "n_jobs", "tile_id", "tile_coords",
-    "tile_bounds", "n_tiles", "rank_tile_range", "SCHEDULES", "DEFAULT_TILE", "KBLOCK",
+    "tile_bounds", "n_tiles", "rank_tile_range", "tile_pairs", "owner_matrix", "SCHEDULES", "DEFAULT_TILE", "KBLOCK",
     "MAX_N", "FLOAT_FIRST_BAD_N", "BENCHMARK", "run_benchmark", "gflops", "isqrt64", "CHECKS",
 ]
 
@@ -320,6 +320,27 @@ def rank_tile_range(rank, size, T):
         raise ValueError(f"need size ≥ 1, 0 ≤ rank < size, T ≥ 0; got rank={rank}, size={size}, T={T}")
     chunk = -(-int(T) // int(size))
     return min(T, rank * chunk), min(T, (rank + 1) * chunk)
+
+
+def tile_pairs(n, tile):
+    """Pairs (y ≤ x) inside each tile, by tile id: the work each tile id stands for."""
+    m, T = n_tiles(n, tile)
+    yt, xt = job_coords(m, np.arange(T, dtype=np.int64))
+    h = np.minimum(n, (yt + 1) * tile) - yt * tile
+    w = np.minimum(n, (xt + 1) * tile) - xt * tile
+    return np.where(yt == xt, h * (h + 1) // 2, h * w)
+
+
+def owner_matrix(owner, n, tile):
+    """m×m float matrix of the thread (or rank) that computed each tile; NaN below the diagonal."""
+    m, T = n_tiles(n, tile)
+    owner = np.asarray(owner)
+    if owner.shape != (T,):
+        raise ValueError(f"owner has shape {owner.shape}, expected ({T},) for n={n}, tile={tile}")
+    M = np.full((m, m), np.nan)
+    yt, xt = job_coords(m, np.arange(T, dtype=np.int64))
+    M[yt, xt] = owner
+    return M
 
 
 def blas_pcc(X):

@@ -14,7 +14,7 @@ from numba import get_thread_id, njit, prange
 
 from .mapping import _job_coords_nb
 
-__all__ = ["standardize", "pcc_naive", "pcc_transformed", "pcc_tiled", "pcc_tiles_static",
+__all__ = ["standardize", "tile_block", "pcc_naive", "pcc_transformed", "pcc_tiled", "pcc_tiles_static",
            "pcc_tiles_cyclic", "pcc_tiles_dynamic", "pcc_tiles_rows", "tiles_to_buffer",
            "extract_pairs", "KBLOCK"]
 
@@ -120,7 +120,7 @@ def pcc_tiled(Z, tile):
 
 # ---------------------------------------------------------------- step 3: register-blocked tile
 @njit(cache=True, fastmath=True, nogil=True)
-def _tile_block(Z, i0, i1, j0, j1, diag, kb, out, oi, oj):
+def tile_block(Z, i0, i1, j0, j1, diag, kb, out, oi, oj):
     """out[i-oi, j-oj] = <Z_i, Z_j> for i in [i0,i1), j in [j0,j1) (j ≥ i's 4-block if diag).
 
     4×4 register block (16 accumulators), k split in blocks of ``kb``; rows are sliced so the
@@ -265,7 +265,7 @@ def _do_tile(Z, R, tile, m, J, kb):
     i1 = min(n, i0 + tile)
     j0 = xt * tile
     j1 = min(n, j0 + tile)
-    _tile_block(Z, i0, i1, j0, j1, yt == xt, kb, R, 0, 0)
+    tile_block(Z, i0, i1, j0, j1, yt == xt, kb, R, 0, 0)
     _finish_tile(R, i0, i1, j0, j1, yt == xt)
 
 
@@ -328,7 +328,7 @@ def tiles_to_buffer(Z, tile, kb, J0, J1, buf):
         yt, xt = _job_coords_nb(m, J0 + b)
         i0 = yt * tile
         j0 = xt * tile
-        _tile_block(Z, i0, min(n, i0 + tile), j0, min(n, j0 + tile), yt == xt, kb,
+        tile_block(Z, i0, min(n, i0 + tile), j0, min(n, j0 + tile), yt == xt, kb,
                     buf[b], i0, j0)
 
 
