@@ -53,7 +53,7 @@ MAX_RESTARTS = 3                # kernel restarts per notebook before the rest i
 CSV_FIELDS = ("student", "notebook", "exercise", "points", "max_points", "verdict", "message",
               "flags")
 
-_NN = re.compile(r"(?<!\d)(\d\d)_")
+_NN = re.compile(r"^(\d\d)_")
 
 
 # ------------------------------------------------------------------ canonical notebooks
@@ -247,7 +247,7 @@ def match_canonical(nb, path: Path, canon: dict[str, Canonical]) -> Canonical | 
             return canon[Path(gen).name]
     if path.name in canon:
         return canon[path.name]
-    m = _NN.search(path.name)
+    m = _NN.match(path.name)
     if m:
         hits = [c for n, c in canon.items() if n.startswith(m.group(1) + "_")]
         if len(hits) == 1:
@@ -281,6 +281,14 @@ _FLAG_PATTERNS = [
 
 def _flags_for(source: str) -> list[str]:
     return [why for pat, why in _FLAG_PATTERNS if re.search(pat, source)]
+
+
+def _call_of(source: str):
+    """The parsed check call of a check cell (comments and blank lines do not count)."""
+    try:
+        return parse_check_line(source)
+    except ValueError:
+        return source.strip()
 
 
 def _check_cell_source(ex: ExerciseSpec, nonce: str, key: str, seed: int) -> str:
@@ -369,7 +377,7 @@ def build_notebook(canon: Canonical, student_nb, *, skip_tags=()) -> tuple[Any, 
             ex = ex_by_check[i]
             nonce, key, seed = secrets.token_hex(16), secrets.token_hex(32), secrets.randbits(62)
             theirs = student_cells.get(gid)
-            if theirs is not None and theirs.get("source", "").strip() != src.strip():
+            if theirs is not None and _call_of(theirs.get("source", "")) != _call_of(src):
                 flags.setdefault(ex.name, []).append(f"check cell {gid} was edited (ignored)")
             nb.cells.append(nbformat.v4.new_code_cell(_check_cell_source(ex, nonce, key, seed)))
             plan.append(_Plan("check", ex.name, nonce, key, seed))
@@ -415,7 +423,7 @@ class GradeSettings:
     memory_limit: int = MEMORY_LIMIT
     skip_tags: tuple = ()
     exercise_modules: tuple = ()
-    digest: str | None = None
+    digest: dict | None = None
     digest_modules: tuple = ()
 
 
@@ -577,10 +585,9 @@ def _row(ex: ExerciseSpec, verdict: str, message: str, points: float = 0.0, **ex
             "message": _short(message), **extra}
 
 
-def _package_digest(modules=()) -> str:
-    """sha256 over the files grading trusts (labkit's package root, check.py, grade.py and the
+def _package_digest(modules=()) -> dict[str, str]:
+    """sha256 per file that grading trusts (labkit's ``__init__``, check.py, grade.py and the
     modules registering the exercises): detects a submission editing them on disk."""
-    h = hashlib.sha256()
     here = Path(__file__).resolve().parent
     files = [here / "__init__.py", here / "check.py", here / "grade.py"]
     for mod in sorted(set(modules)):
@@ -591,13 +598,13 @@ def _package_digest(modules=()) -> str:
         if spec and spec.origin and spec.origin.endswith(".py"):
             p = Path(spec.origin)
             files += sorted(p.parent.rglob("*.py")) if p.name == "__init__.py" else [p]
+    out = {}
     for f in dict.fromkeys(files):
-        h.update(str(f).encode())
         try:
-            h.update(f.read_bytes())
+            out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
         except OSError:
-            h.update(b"<unreadable>")
-    return h.hexdigest()
+            out[str(f)] = "<unreadable>"
+    return out
 
 
 def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSettings,
@@ -631,9 +638,14 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
                              for ex in canon.exercises if ex.name not in done]
     order = {ex.name: k for k, ex in enumerate(canon.exercises)}
     res["exercises"].sort(key=lambda r: order.get(r["exercise"], len(order)))
-    if settings.digest and _package_digest(settings.digest_modules) != settings.digest:
-        res["status"] = "tampered"
-        res["error"] = "labkit's source files changed on disk while this notebook ran"
+    if settings.digest:
+        now = _package_digest(settings.digest_modules)
+        changed = sorted(set(now) ^ set(settings.digest) |
+                         {f for f in now if settings.digest.get(f) != now[f]})
+        if changed:
+            res["status"] = "tampered"
+            res["error"] = ("files that grading trusts changed on disk while this notebook ran: "
+                            + ", ".join(changed))
     res["duration_s"] = round(time.monotonic() - t0, 2)
     return res
 
@@ -956,7 +968,8 @@ def main(argv: list[str] | None = None) -> int:
           + f" ({len(results)} notebooks)")
     bad = [r for r in results if r.get("status") == "tampered"]
     if bad:
-        print(f"labkit grade: STOPPED — {bad[0]['student']}'s notebook changed labkit's files on "
-              "disk; reinstall labkit and grade in a throwaway environment", file=sys.stderr)
+        print(f"labkit grade: STOPPED — while {bad[0]['student']}'s notebook ran, "
+              f"{bad[0]['error']}; reinstall labkit and grade in a throwaway environment",
+              file=sys.stderr)
         return 3
     return 0

@@ -304,6 +304,8 @@ def test_built_notebook_takes_only_solution_cells_from_the_student(course):
     assert str(plan[3].seed) in chk and plan[3].seed != plan[6].seed
     assert "print('✔')" not in chk
     assert pre["missing"] == {} and "edited" in pre["flags"]["gf_add_one"][0]
+    student.cells[3].source = "# NBVAL_IGNORE_OUTPUT\n\ncheck.gf_add_one(add_one)  # mine"
+    assert "gf_add_one" not in grade.build_notebook(canon, student)[2]["flags"]
     canon.nb.cells[4].metadata["tags"] = ["slow-demo"]
     _, plan, _ = grade.build_notebook(canon, student, skip_tags=["slow-demo"])
     assert plan[4].kind == "skip"
@@ -328,7 +330,9 @@ def test_matching_and_discovery(course, tmp_path):
     assert grade.match_canonical(nb, Path("whatever.ipynb"), canon).name == "00_fix.ipynb"
     assert grade.match_canonical(None, Path("x/00_other.ipynb"), canon).name == "00_fix.ipynb"
     empty = nbformat.v4.new_notebook()
-    assert grade.match_canonical(empty, Path("zz.ipynb"), {**canon, "01_b.ipynb": canon["00_fix.ipynb"]}) is None
+    two = {**canon, "01_b.ipynb": canon["00_fix.ipynb"]}
+    assert grade.match_canonical(empty, Path("zz.ipynb"), two) is None
+    assert grade.match_canonical(empty, Path("student01_x.ipynb"), two) is None  # NN_ = prefix
     subs = grade.find_submissions(course["subs"])
     assert {s.student for s in subs} == set(EXPECTED)
     with pytest.raises(FileNotFoundError, match="not a folder"):

@@ -25,7 +25,7 @@ EXPECT = {"complete": "all passed", "stubs": "all not implemented",
           "first-only": "first passed, rest not implemented",
           "hard-coded": "all not implemented (outputs ignored)",
           "monkeypatch": "first wrong/error, rest not implemented (patch undone), flagged",
-          "loop": "first timed out, rest not implemented", "exit": "first crashed, rest not implemented",
+          "loop": "first timed out, rest not implemented", "exit": "first crashed, rest not implemented (cells after replayed)",
           "malformed": "one row: unreadable", "renamed": "first missing, rest passed",
           "edited-checks": "all passed (edits ignored), flagged"}
 
@@ -85,8 +85,7 @@ def make(sol_path: Path, folder: Path, n: int) -> list[tuple[str, str]]:
             nb.cells[first].source = _region(sol.cells[first].source,
                                              ["while True:", "    pass"])
         if kind == "exit":
-            nb.cells[first].source = _region(sol.cells[first].source,
-                                             ["import os", "os._exit(1)"])
+            nb.cells[first].source = "import os\nos._exit(1)\n" + sol.cells[first].source
         if kind == "renamed":
             nb.cells[first].metadata["nbgrader"]["grade_id"] = "ex-renamed_by_student"
         if kind == "edited-checks":
