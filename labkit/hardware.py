@@ -423,7 +423,7 @@ def doctor(argv: Sequence[str] | None = None) -> int:
     missing = [f for f in FEATURES if not hw.features.get(f)]
     if missing and hw.machine in ("x86_64", "AMD64"):
         print("  (missing features: the labs still run with narrower vectors; use "
-              "labkit.inspect.compile_for(fn, 'skylake-avx512') to see the wider code)")
+              "labkit.inspect.compile_for(fn, 'znver4') to see the wider code)")
     if ns.no_smoke:
         return 0
 
