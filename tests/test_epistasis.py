@@ -273,3 +273,57 @@ def test_contingency_bad_input():
         ep.contingency(g, (0, 1))
     with pytest.raises(ValueError, match="0 … 5"):
         ep.contingency(enc, (0, 6))
+
+
+# -- exercise checks -------------------------------------------------------------------------
+
+def _stub(*args):
+    raise NotImplementedError("write the kernel")
+
+
+@pytest.mark.parametrize("name,good", [("popcount", ep.popcount_hw_scalar),
+                                       ("masked_mi", ep.mi_masked),
+                                       ("fused_count", ep.combine_popcount_scalar)])
+def test_checks_pass_on_labkit_kernels_and_report_stubs(name, good, monkeypatch):
+    from labkit import check
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    res = check.run(name, good)
+    assert res.passed, str(res)
+    stub = check.run(name, _stub)
+    assert not stub.passed and stub.verdict == "not implemented"
+    assert "write the kernel" in stub.message
+
+
+def test_checks_fail_on_wrong_kernels(monkeypatch):
+    from numba import njit
+    from labkit import check
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+
+    @njit
+    def popcount_skips_last(a):
+        s = 0
+        for i in range(a.size - 1):
+            s += ep.popcount64(a[i])
+        return s
+
+    @njit
+    def mi_log_of_zero(t):
+        N = t.sum()
+        s = 0.0
+        for c in range(t.shape[1]):
+            px = (t[0, c] + t[1, c]) / N
+            s -= px * np.log(px)
+            for k in range(2):
+                p = t[k, c] / N
+                s += p * np.log(p)
+        return s
+
+    def fused_transposed(P, S):
+        return np.array([np.bitwise_count(P[r] & S[g]).sum() for g in range(3)
+                         for r in range(P.shape[0])])
+
+    for name, bad in (("popcount", popcount_skips_last), ("masked_mi", mi_log_of_zero),
+                      ("fused_count", fused_transposed)):
+        res = check.run(name, bad)
+        assert not res.passed and res.verdict == "wrong", str(res)
+    assert "log(0)" in check.run("masked_mi", mi_log_of_zero).message
