@@ -122,16 +122,18 @@ class LabServer:
         lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
         return "\n".join(lines[-n:])
 
-    def wait_ready(self, timeout: float = SERVER_START_TIMEOUT_S):
-        """Poll /api/status until the server answers, or fail with its log."""
+    def wait_ready(self, timeout: float = SERVER_START_TIMEOUT_S, fail: bool = True) -> bool:
+        """Poll /api/status until the server answers; on early exit fail (or return False)."""
         t_end = time.monotonic() + timeout
         while time.monotonic() < t_end:
             if self.proc.poll() is not None:
+                if not fail and "already in use" in self.log_tail(200):
+                    return False
                 pytest.fail(f"jupyter lab exited with {self.proc.returncode} before answering; "
                             f"log {self.log_path}:\n{self.log_tail()}")
             try:
                 self.api("/api/status")
-                return
+                return True
             except (urllib.error.URLError, ConnectionError, OSError):
                 time.sleep(0.5)
         pytest.fail(f"jupyter lab did not answer on {self.url} within {timeout:.0f} s; "
@@ -148,7 +150,9 @@ class LabServer:
             pass
 
     def stop(self):
-        """Shut kernels down, then stop the server (SIGTERM, then SIGKILL)."""
+        """Shut kernels down, then stop the server (SIGTERM, then SIGKILL); idempotent."""
+        if self._log.closed:
+            return
         if self.proc.poll() is None:
             self.shutdown_kernels()
             try:
@@ -192,12 +196,17 @@ def lab(chromium_path, tmp_path_factory):
         if (SRC / sub).is_dir():
             shutil.copytree(SRC / sub, root / sub,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    server = LabServer(root, work)
+    server = None
     try:
-        server.wait_ready()
+        for attempt in range(3):  # a free port can be taken between probing and binding
+            server = LabServer(root, work)
+            if server.wait_ready(fail=attempt == 2):
+                break
+            server.stop()
         yield server
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -459,6 +468,21 @@ def _move_slider_and_wait(page, shot: str):
           "(plot image or numbers should change, 'running…' should clear)", shot)
 
 
+class _Phases:
+    """Wall time per phase of one notebook, appended to test-artifacts/browser/timings.txt."""
+
+    def __init__(self, name: str):
+        self.name, self.t = name, time.monotonic()
+
+    def mark(self, phase: str):
+        now = time.monotonic()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        with open(ARTIFACTS / "timings.txt", "a", encoding="utf-8") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} {self.name:<24} {phase:<20} "
+                    f"{now - self.t:6.1f} s\n")
+        self.t = now
+
+
 # ------------------------------------------------------------------ the tests
 @pytest.mark.parametrize("name", SOLUTIONS or [pytest.param(
     None, marks=pytest.mark.skip(reason="BROWSER: no solutions/*.ipynb yet"))])
@@ -468,8 +492,11 @@ def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
     shot = Path(name).stem
     page = browser_context.new_page()
     try:
+        t = _Phases(shot)
         _open(page, lab, path, shot)
+        t.mark("open + kernel idle")
         state = _run_all(page, lab, path, shot)
+        t.mark("run all")
         errors = _error_report(state)
         if errors:
             _scroll_to(page, _TRACEBACK)
@@ -486,6 +513,7 @@ def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
             pytest.fail(f"{path}: {expected} check cells but only {len(checks)} "
                         f"div.labkit-check verdicts rendered (screenshot {png})")
         _move_slider_and_wait(page, shot)
+        t.mark("slider → re-run")
         _shot(page, shot)
     except Exception:
         _shot(page, f"{shot}-FAILED")
@@ -523,8 +551,11 @@ def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
     shot = "student-" + Path(path).stem
     page = browser_context.new_page()
     try:
+        t = _Phases(shot)
         _open(page, lab, path, shot)
+        t.mark("open + kernel idle")
         state = _run_all(page, lab, path, shot)
+        t.mark("run all")
         errors = _error_report(state)
         _scroll_to(page, _TRACEBACK if errors else "div.labkit-check")
         png = _shot(page, shot)

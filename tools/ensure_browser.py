@@ -81,8 +81,9 @@ def install_chromium() -> str:
         rc = _run(["apt-get", "update", "-q"], log, UPDATE_TIMEOUT_S)
         if rc != 0:
             log.write(f"apt-get update exited {rc}; trying the install anyway\n")
-        rc = _run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"],
-                  log, INSTALL_TIMEOUT_S)
+        # Wait for another apt/dpkg run (shared machines) rather than failing at once.
+        rc = _run(["apt-get", "install", "-y", "-q", "--no-install-recommends",
+                   "-o", "DPkg::Lock::Timeout=120", "chromium"], log, INSTALL_TIMEOUT_S)
     took = time.monotonic() - t0
     path = find_chromium()
     if path:
@@ -91,14 +92,24 @@ def install_chromium() -> str:
             "(browser tests will skip)")
 
 
+def _playwright_note() -> str:
+    """Empty if Playwright (Python) imports, else a short note on how to get it."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "; playwright is missing: pip install -e '.[test]' (browser tests will skip)"
+    return ""
+
+
 def main() -> int:
     """Ensure Chromium is present, print one line, and always return 0."""
     try:
         path = find_chromium()
         if path:
-            print(f"ensure_browser: chromium already present: {path}")
+            line = f"chromium already present: {path}"
         else:
-            print(f"ensure_browser: {install_chromium()}")
+            line = install_chromium()
+        print(f"ensure_browser: {line}{_playwright_note()}")
     except Exception as exc:  # never fail `make test` here; the tests skip loudly instead
         print(f"ensure_browser: could not ensure chromium ({type(exc).__name__}: {exc}); "
               "browser tests will skip")
