@@ -283,12 +283,13 @@ def _flags_for(source: str) -> list[str]:
     return [why for pat, why in _FLAG_PATTERNS if re.search(pat, source)]
 
 
-def _call_of(source: str):
-    """The parsed check call of a check cell (comments and blank lines do not count)."""
+def _code_lines(source: str) -> tuple[str, ...]:
+    """A cell's code without comments, blank lines or formatting (what counts as an edit)."""
     try:
-        return parse_check_line(source)
-    except ValueError:
-        return source.strip()
+        return (ast.dump(ast.parse(source)),)
+    except SyntaxError:
+        return tuple(ln.strip() for ln in source.splitlines()
+                     if ln.strip() and not ln.strip().startswith("#"))
 
 
 def _check_cell_source(ex: ExerciseSpec, nonce: str, key: str, seed: int) -> str:
@@ -377,8 +378,13 @@ def build_notebook(canon: Canonical, student_nb, *, skip_tags=()) -> tuple[Any, 
             ex = ex_by_check[i]
             nonce, key, seed = secrets.token_hex(16), secrets.token_hex(32), secrets.randbits(62)
             theirs = student_cells.get(gid)
-            if theirs is not None and _call_of(theirs.get("source", "")) != _call_of(src):
-                flags.setdefault(ex.name, []).append(f"check cell {gid} was edited (ignored)")
+            if theirs is not None:
+                if _code_lines(theirs.get("source", "")) != _code_lines(src):
+                    flags.setdefault(ex.name, []).append(f"check cell {gid} was edited (ignored)")
+                if _nbg(theirs).get("points") != nbg.get("points"):
+                    flags.setdefault(ex.name, []).append(
+                        f"check cell {gid}: points changed to {_nbg(theirs).get('points')!r} "
+                        "(ignored)")
             nb.cells.append(nbformat.v4.new_code_cell(_check_cell_source(ex, nonce, key, seed)))
             plan.append(_Plan("check", ex.name, nonce, key, seed))
             continue

@@ -232,6 +232,7 @@ def test_flags_point_the_instructor_at_suspicious_cells(graded):
     by = {(r["student"], r["exercise"]): r for r in graded["rows"]}
     assert "touches labkit.check" in by[("erin", "gf_add_one")]["flags"]
     assert "was edited" in by[("dave", "gf_add_one")]["flags"]
+    assert "points changed to 100" in by[("dave", "gf_add_one")]["flags"]
     assert by[("alice", "gf_add_one")]["flags"] == ""
 
 
