@@ -476,8 +476,10 @@ class _Session:
         self.last_reply: dict | None = None
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("LABKIT_", "JPY_", "NBGRADER_"))}
+        # a fresh IPython profile per notebook: no startup files, nothing left for the next one
         self.env.update(LABKIT_GRADING="1", LABKIT_SEED=str(secrets.randbits(62)),
-                        PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+                        PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg",
+                        IPYTHONDIR=str(workdir / ".ipython"))
         self.truncated: set[int] = set()
 
     def start(self) -> None:
@@ -799,6 +801,17 @@ def _grade_task(args) -> dict:
     return grade_notebook(sub, canon, settings, read_error)
 
 
+def _not_run(sub: Submission, canon: Canonical | None, why: str) -> dict:
+    exercises = canon.exercises if canon else []
+    rows_ = [_row(ex, "not run", why) for ex in exercises] or [
+        {"exercise": "", "points": 0.0, "max_points": 0.0, "verdict": "not run",
+         "message": _short(why)}]
+    return {"student": sub.student, "notebook": sub.rel,
+            "canonical": canon.name if canon else None, "status": "grader error",
+            "error": _short(why), "exercises": rows_, "cells": [], "flags": {},
+            "kernel_restarts": 0}
+
+
 def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_TIMEOUT,
           notebook_timeout: float = NOTEBOOK_TIMEOUT, memory_limit: int = MEMORY_LIMIT,
           skip_tags=(), exercise_modules=(), progress: bool = True) -> list[dict]:
@@ -854,9 +867,9 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                     try:
                         results[k] = f.result()
                     except Exception as e:  # noqa: BLE001 - a worker died: record, go on
-                        results[k] = grade_notebook(tasks[k][0], None, settings,
-                                                    f"grader worker failed: {e}")
-                        results[k]["status"] = "grader error"
+                        results[k] = _not_run(tasks[k][0], tasks[k][1],
+                                              f"the grader's worker process failed: "
+                                              f"{type(e).__name__}: {e}")
                     bar.update()
                     if results[k]["status"] == "tampered":
                         for other in futs:
