@@ -180,6 +180,9 @@ def chromium_path() -> str:
         _loud_skip("playwright is not installed in this environment; "
                    "`pip install -e '.[test]'` (make install) provides it")
     path = _load_ensure_browser().find_chromium()
+    if not path and os.environ.get("LABKIT_CHROMIUM"):
+        _loud_skip(f"LABKIT_CHROMIUM={os.environ['LABKIT_CHROMIUM']} is not an executable "
+                   "Chromium; fix or unset it")
     if not path:
         _loud_skip("no Chromium found (/usr/bin/chromium); run `python tools/ensure_browser.py` "
                    "as root or `sudo apt-get install -y chromium`")

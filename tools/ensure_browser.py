@@ -38,10 +38,10 @@ CHROMIUM_ARGS = [
 
 
 def find_chromium() -> str | None:
-    """Path of a system Chromium binary (env LABKIT_CHROMIUM wins), or None if there is none."""
+    """Path of a system Chromium binary (env LABKIT_CHROMIUM wins, even if wrong), or None."""
     env = os.environ.get("LABKIT_CHROMIUM")
-    if env and os.access(env, os.X_OK):
-        return env
+    if env:
+        return env if os.access(env, os.X_OK) else None
     for path in CANDIDATES:
         if os.access(path, os.X_OK):
             return path
@@ -107,6 +107,9 @@ def main() -> int:
         path = find_chromium()
         if path:
             line = f"chromium already present: {path}"
+        elif os.environ.get("LABKIT_CHROMIUM"):
+            line = (f"LABKIT_CHROMIUM={os.environ['LABKIT_CHROMIUM']} is not an executable; "
+                    "fix or unset it (browser tests will skip)")
         else:
             line = install_chromium()
         print(f"ensure_browser: {line}{_playwright_note()}")
