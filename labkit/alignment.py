@@ -974,7 +974,7 @@ def _hidden_batches(g: np.random.Generator):
 @exercise("transposed_inner", points=3)
 def check_transposed_inner(student):
     """student(seqs1T, seqs2T, scoring) gives exact Gotoh scores, vectorises, and beats the
-    scalar kernel by ≥ 8× on a 16×200 batch (the seed went 1252 → 497 µs)."""
+    scalar kernel by ≥ 5× on a 16×200 batch (a margin for AVX2 laptops and busy machines)."""
     g = rng()
     batches = _hidden_batches(g)
     for s1, s2, sc in batches:
@@ -989,12 +989,10 @@ def check_transposed_inner(student):
     msg = mismatch(got, align_scalar(seed.seqs1, seed.seqs2, seed.scoring), name="score")
     assert msg is None, f"{msg} (16 pairs × 200)"
     args = (s1T, s2T, seed.scoring)
+    lanes = ""
     if hasattr(student, "signatures"):
         vectorized_gate(student, args, min_bits=256)
-        note = _lanes_note(student, args)
-        if note:
-            from labkit import check as _check
-            _check._note(note)
-    speed_gate(student, align_scalar, (seed.seqs1, seed.seqs2, seed.scoring), need=8.0,
+        lanes = _lanes_note(student, args)
+    speed_gate(student, align_scalar, (seed.seqs1, seed.seqs2, seed.scoring), need=5.0,
                vs="align_scalar", student_args=args)
-    return f"exact on {len(batches) + 1} hidden batches"
+    return f"exact on {len(batches) + 1} hidden batches" + (f"; {lanes}" if lanes else "")
