@@ -107,9 +107,8 @@ EXPECTED = {
     "ivan": {"": (0, "unreadable")},
     "judy": {"gf_add_one": (0, "missing"), "gf_double": (2, "passed")},
     "kim": {"": (0, "unreadable")},
-    "lena": {"gf_add_one": (0, "error"), "gf_double": (2, "passed")},
-    "mona": {"gf_add_one": (1, "passed"), "gf_double": (2, "passed")},
-    "nina": {"gf_add_one": (0, "error"), "gf_double": (2, "passed")},
+    "lena": {"gf_add_one": (0, "error"), "gf_double": (0, "error")},
+    "omar": {"gf_add_one": (0, "no result"), "gf_double": (2, "passed")},
 }
 
 
@@ -168,14 +167,25 @@ def build_class(root: Path) -> dict:
             c.metadata["nbgrader"]["grade_id"] = "ex-my_own_name"
     put("judy/00_fix.ipynb", judy)
     (subs / "kim").mkdir()                                        # a folder with no notebook
-    # a memory blow-up: stopped by the kernel's address-space limit (a MemoryError, no swap storm)
-    put("lena.ipynb", _set(sol, "ex-gf_add_one", _fn("add_one", "big = bytearray(3 << 30)\n"
-                                                                  "return x + 1")))
-    # ~2 MB printed during the check: the report keeps the verdict, drops the flood
-    put("mona.ipynb", _set(sol, "ex-gf_add_one", _fn(
-        "add_one", "for _ in range(2000):\n    print('y' * 1000)\nreturn x + 1")))
+    # a memory blow-up, stopped by the kernel's address-space limit (a MemoryError, no swap
+    # storm); and a syntax error in the other exercise cell
+    lena = _set(sol, "ex-gf_add_one", _fn("add_one", "big = bytearray(3 << 30)\nreturn x + 1"))
+    put("lena.ipynb", _set(lena, "ex-gf_double", "def double(x):\n    return x +"))
     # a syntax error in the exercise cell
-    put("nina.ipynb", _set(sol, "ex-gf_add_one", "def add_one(x):\n    return x +"))
+    # rewrites the grader's result line on its way out: the HMAC no longer matches
+    forge = ("import sys\n"
+             "class _Forge:\n"
+             "    def __init__(self, w):\n        self.w = w\n"
+             "    def write(self, t):\n"
+             "        return self.w.write(t.replace('\"passed\": false', '\"passed\": true')\n"
+             "                            .replace('\"verdict\": \"wrong\"', "
+             "'\"verdict\": \"passed\"'))\n"
+             "    def __getattr__(self, k):\n        return getattr(self.w, k)\n"
+             "sys.stdout = _Forge(sys.stdout)\n")
+    omar = _set(sol, "ex-gf_add_one", forge + _fn("add_one", "return x"))
+    # ~2 MB printed during the check: the report keeps the verdict, drops the flood
+    put("omar.ipynb", _set(omar, "ex-gf_double", _fn(
+        "double", "for _ in range(2000):\n    print('y' * 1000)\nreturn 2 * x")))
     return {"solutions": root / "solutions", "subs": subs, "pkg": root / "pkg"}
 
 
@@ -224,7 +234,7 @@ def test_rows_carry_max_points_and_clear_messages(graded):
     assert "ex-gf_add_one" in by[("judy", "gf_add_one")]["message"]
     assert "no notebook" in by[("kim", "")]["message"]
     assert "MemoryError" in by[("lena", "gf_add_one")]["message"]
-    assert "SyntaxError" in by[("nina", "gf_add_one")]["message"]
+    assert "SyntaxError" in by[("lena", "gf_double")]["message"]
     assert set(graded["rows"][0]) == set(grade.CSV_FIELDS)
 
 
@@ -243,7 +253,7 @@ def test_json_has_full_detail_and_summary_prints_totals(graded):
     assert any(c.get("status") == "stuck" for c in gina["cells"])
     frank = subs[("frank", "frank.ipynb")]
     assert [c["status"] for c in frank["cells"] if c["cell"] == 4] == ["skipped"]
-    assert 3 in subs[("mona", "mona.ipynb")]["truncated_output_cells"]
+    assert 6 in subs[("omar", "omar.ipynb")]["truncated_output_cells"]
     assert len(json.dumps(graded["json"])) < 200_000 * 4
     hank = subs[("hank", "hank.ipynb")]
     assert hank["kernel_restarts"] >= 1
