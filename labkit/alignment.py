@@ -855,8 +855,9 @@ def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float =
 
 
 def run_benchmark(size=None, repeat: int = 5):
-    """`labkit bench alignment`: the steps on one 16×200 batch, the best kernel against parasail
-    (single thread, transposition included) and 1 vs 2 threads → dict of BenchResult."""
+    """`labkit bench alignment`: the steps on one 16×200 batch (``size`` overrides), the best kernel
+    against parasail on 4096 × 200 pairs (1024 × 100 for "small", 10000 × 200 for "large"; single
+    thread, transposition included; wall clock and CPU time) and 1 vs 2 threads → dict of BenchResult."""
     from labkit import bench
 
     steps_in = make_inputs(size or BENCHMARK["inputs"], seed=0)
@@ -867,8 +868,8 @@ def run_benchmark(size=None, repeat: int = 5):
                           label=f"steps, {steps_in.pairs} pairs × {steps_in.seqs1.shape[1]} (1 thread)")
     out = {"steps": steps}
 
-    big = make_inputs({"pairs": 1024, "length": 100} if size == "small" else {"pairs": 4096, "length": 200},
-                      seed=1)
+    npairs = {"small": 1024, "large": 10000}.get(size, 4096)
+    big = make_inputs({"pairs": npairs, "length": 100 if size == "small" else 200}, seed=1)
     s1, s2 = big.seqs1, big.seqs2
     big_expected = None
     fns = {}
