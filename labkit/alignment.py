@@ -28,7 +28,7 @@ import numpy as np
 import numba
 from numba import njit, prange
 
-from labkit.check import CheckFailure, exercise, mismatch, rng, speed_gate, vectorized_gate
+from labkit.check import exercise, mismatch, rng, speed_gate, vectorized_gate
 
 __all__ = [
     "ALPHABET", "Scoring", "AlignmentInputs", "encode", "decode", "make_inputs", "reference",
