@@ -272,7 +272,8 @@ def test_editing_labkit_on_disk_stops_the_batch(tmp_path):
     sol = solution_notebook()
     evil = _set(sol, "ex-gf_add_one", "import gradefix_lab, pathlib\n"
                 "_p = pathlib.Path(gradefix_lab.__file__)\n"
-                "_p.write_text(_p.read_text() + '\\n# changed\\n')\n" + _fn("add_one", "return x + 1"))
+                "_p.write_text(_p.read_text() + '\\n# changed\\n')\n"
+                + _fn("add_one", "return x + 1"))
     nbformat.write(evil, subs / "a_evil.ipynb")
     nbformat.write(sol, subs / "b_fine.ipynb")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(course["pkg"]), str(ROOT)]))

@@ -25,7 +25,8 @@ EXPECT = {"complete": "all passed", "stubs": "all not implemented",
           "first-only": "first passed, rest not implemented",
           "hard-coded": "all not implemented (outputs ignored)",
           "monkeypatch": "first wrong/error, rest not implemented (patch undone), flagged",
-          "loop": "first timed out, rest not implemented", "exit": "first crashed, rest not implemented (cells after replayed)",
+          "loop": "first timed out, rest not implemented",
+          "exit": "first crashed, rest not implemented (later cells replayed)",
           "malformed": "one row: unreadable", "renamed": "first missing, rest passed",
           "edited-checks": "all passed (edits ignored), flagged"}
 
