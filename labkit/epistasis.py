@@ -37,7 +37,7 @@ __all__ = [
     "reference_counts", "reference_mi", "reference_search", "validate", "search",
     "popcount64", "popcount_table", "popcount_nibble", "popcount_mula", "popcount_hw_scalar",
     "popcount_hw", "and_popcount", "combine_then_popcount", "combine_popcount",
-    "combine_popcount_scalar", "contingency", "contingency_fused", "mi_branchy", "mi_masked",
+    "combine_popcount_scalar", "contingency", "contingency_fused", "mi_combinations", "mi_branchy", "mi_masked",
     "mi_table", "mi_batch_branchy", "mi_batch_masked", "mi_batch_table", "nlogn_table",
     "search_stats", "BENCHMARK", "run_benchmark", "MULA_KIND",
 ]
@@ -613,6 +613,26 @@ def contingency(enc: Encoded, snps) -> np.ndarray:
     return contingency_fused(enc.bits, enc.case_words, s)
 
 
+@njit(cache=True)
+def _mi_combinations(bits, case_words, combos, nlogn):
+    out = np.empty(combos.shape[0])
+    for i in range(combos.shape[0]):
+        out[i] = mi_table(contingency_fused(bits, case_words, combos[i]), nlogn)
+    return out
+
+
+def mi_combinations(enc: Encoded, combos) -> np.ndarray:
+    """MI (nats) of each given SNP combination, every table built from scratch (no prefix reuse)."""
+    if not isinstance(enc, Encoded):
+        raise TypeError("mi_combinations needs an Encoded table: enc = epistasis.encode(genotypes, labels)")
+    c = np.ascontiguousarray(np.asarray(combos, dtype=np.int64))
+    if c.ndim != 2 or c.shape[1] < 1 or c.shape[1] > MAX_ORDER:
+        raise ValueError(f"combos must be a 2-D array (combinations × 1…{MAX_ORDER} SNP indices)")
+    if c.size and (c.min() < 0 or c.max() >= enc.n_snps):
+        raise ValueError(f"SNP indices must be in 0 … {enc.n_snps - 1}")
+    return _mi_combinations(enc.bits, enc.case_words, c, nlogn_table(enc.n_cases + enc.n_controls))
+
+
 # ---------------------------------------------------------------------------------------------
 # Mutual information of a contingency table counts[class, cell]
 # ---------------------------------------------------------------------------------------------
@@ -648,7 +668,7 @@ def mi_branchy(counts):
 
 @njit(cache=True)
 def mi_masked(counts):
-    """MI (nats) without branches: log of max(p, tiny-safe 1) so empty cells add p·log 1 = 0."""
+    """MI (nats) without branches: log(p + (p == 0)) — the 0/1 mask turns empty cells into log 1 = 0."""
     n0 = 0
     n1 = 0
     for c in range(counts.shape[1]):
@@ -662,12 +682,12 @@ def mi_masked(counts):
         p0 = counts[0, c] * inv
         p1 = counts[1, c] * inv
         px = p0 + p1
-        # select, not branch: an empty cell takes log(1) = 0 and p = 0 anyway
-        hxy -= p0 * np.log(p0 if p0 > 0.0 else 1.0) + p1 * np.log(p1 if p1 > 0.0 else 1.0)
-        hx -= px * np.log(px if px > 0.0 else 1.0)
+        # a mask, not a branch: (p == 0.0) is 0 or 1, so an empty cell adds 0 · log 1 = 0
+        hxy -= p0 * np.log(p0 + (p0 == 0.0)) + p1 * np.log(p1 + (p1 == 0.0))
+        hx -= px * np.log(px + (px == 0.0))
     q0 = n0 * inv
     q1 = n1 * inv
-    hy = -(q0 * np.log(q0 if q0 > 0.0 else 1.0) + q1 * np.log(q1 if q1 > 0.0 else 1.0))
+    hy = -(q0 * np.log(q0 + (q0 == 0.0)) + q1 * np.log(q1 + (q1 == 0.0)))
     return hx + hy - hxy
 
 
@@ -1234,14 +1254,14 @@ def _numpy_popcount(words):
 
 #: `labkit bench epistasis` spec: popcount variants (GB/s) and the order-3 search (triples/s)
 BENCHMARK = {
-    "inputs": {"snps": 300, "individuals": 2000, "order": 3},
+    "inputs": {"snps": 400, "individuals": 2000, "order": 3},
     "variants": {"search_1_thread": "search(..., threads=1)",
                  "search_2_threads": "search(..., threads=2)"},
     "baseline": "search_1_thread",
     "peers": {},
     "work": lambda inp: math.comb(inp.n_snps, inp.order),
     "unit": "triples",
-    "popcount": {"words": 1 << 15,
+    "popcount": {"words": 1 << 11,
                  "variants": {"byte_table": popcount_table, "mula": popcount_mula,
                               "hw_scalar": popcount_hw_scalar, "hw_v8": popcount_hw,
                               "numpy": _numpy_popcount},

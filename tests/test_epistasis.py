@@ -327,3 +327,13 @@ def test_checks_fail_on_wrong_kernels(monkeypatch):
         res = check.run(name, bad)
         assert not res.passed and res.verdict == "wrong", str(res)
     assert "log(0)" in check.run("masked_mi", mi_log_of_zero).message
+
+
+def test_mi_combinations_matches_search():
+    inp = ep.make_inputs({"snps": 10, "individuals": 150}, seed=12)
+    enc = ep.encode(inp.genotypes, inp.labels)
+    top = ep.search(enc, None, order=3, top=5)
+    mi = ep.mi_combinations(enc, [s for s, _ in top])
+    np.testing.assert_allclose(mi, [m for _, m in top], atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="0 … 9"):
+        ep.mi_combinations(enc, [(0, 1, 10)])
