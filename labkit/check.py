@@ -31,7 +31,7 @@ import numpy as np
 
 __all__ = [
     "CheckResult", "VERDICTS", "LAB_MODULES", "exercise", "run", "names", "mismatch", "rng",
-    "seed", "speed_gate", "vectorized_gate", "CheckFailure", "speed_enforced",
+    "seed", "speed_gate", "vectorized_gate", "CheckFailure", "speed_enforced", "note", "get",
 ]
 
 #: Every verdict a check can give, in the order a student fixes them.
@@ -246,9 +246,13 @@ _current: _Context | None = None
 _REGISTRY: dict[str, "Exercise"] = {}
 
 
-def _note(text: str) -> None:
+def note(text: str) -> None:
+    """Add a remark to the running check's message (e.g. "32 int16 lanes"); no-op outside one."""
     if _current is not None and text:
-        _current.notes.append(text)
+        _current.notes.append(str(text))
+
+
+_note = note
 
 
 class Exercise:
