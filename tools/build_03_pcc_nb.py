@@ -268,8 +268,8 @@ plt.show()
 """),
     code("""
 for schedule in ("static", "cyclic", "rows"):   # deterministic splits
-    s = shares[schedule]
-    print(f"{schedule:>7}: thread 0 does {s[0]:.1%} of the pairs, thread 1 {s[1]:.1%}")
+    s = np.sort(shares[schedule])[::-1]
+    print(f"{schedule:>7}: the busier thread does {s[0]:.1%} of the pairs, the other {s[1]:.1%}")
 """),
     md("""
 With ids, the triangle splits evenly no matter how it is shaped: every tile id is the same
@@ -304,7 +304,7 @@ plt.show()
 gf = np.asarray(sweep.throughput) / 1e9
 for t, g in zip(tiles, gf):
     print(f"tile {t:>3}: {g:6.1f} GFLOP/s")
-best_tile = max((t for t in tiles if t >= 32), key=lambda t: gf[tiles.index(t)])
+best_tile = max((t for t in tiles if t >= 48), key=lambda t: gf[tiles.index(t)])
 """, ignore_output=True),
     md("""
 Try it yourself — change the tile and the thread count (1 thread shows what one core does):
@@ -326,7 +326,7 @@ tile against labkit's default, 96, on fresh data: you need at least 0.8× of its
     exercise("pick_tile", '''
 def choose_tile(n, l):
     """Tile side (variables per tile) for pearson_allpairs on n variables × l samples."""
-    # Hint: read the GFLOP/s-vs-tile sweep above (best_tile holds its best value ≥ 32); a multiple of 4 fills the 4×4 register block
+    # Hint: read the GFLOP/s-vs-tile sweep above (best_tile holds its best value ≥ 48); a multiple of 4 fills the 4×4 register block
     ### BEGIN SOLUTION
     return int(best_tile)
     ### END SOLUTION
