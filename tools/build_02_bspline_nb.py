@@ -238,7 +238,10 @@ effect cannot happen in our range. But they leave **L1** already at N ≈ 400: f
 the 16 passes streams the outputs through L2. So we predict, on a cache-resident grid, SoA
 throughput *drops* beyond N ≈ 400–512 while AoSoA with a tile that fits L1 (Nb ≲ 200) stays flat;
 on the seed's 48×48×60 grid the coefficient reads from DRAM dominate and tiling gains nothing.
-Measure:
+Measure. From here on single-thread timings use the process's **CPU time**
+(`bs.time_interleaved(..., clock="cpu")`): on a machine shared with other jobs, wall-clock time
+also counts the moments another job held our core, which swamps the differences we look for.
+(For several threads CPU times add up, so those runs use wall time.)
 """),
     code("""
 ns_small = [128, 256, 512, 1024, 2048]
@@ -246,21 +249,19 @@ ns_seed = [128, 512]
 curves_small = {"aos": [], "soa": [], "aosoa Nb=64": []}
 curves_seed = {"aos": [], "soa": [], "aosoa Nb=64": []}
 
-def throughput(x, layout, tile=None, threads=1):
-    w = bs.Workload(x, layout, tile=tile, threads=threads)
-    return w.work / bench.timeit(w, repeat=3, min_time=0.02).median_s
-
+# each N: the three layouts timed together (interleaved repeats), in CPU time of this process —
+# on a machine shared with other jobs that counts only our own cycles (one thread only!)
 for n in ns_small:
     x = bs.make_inputs({"grid": (8, 8, 8), "n": n, "positions": 64})
-    curves_small["aos"].append(throughput(x, "aos"))
-    curves_small["soa"].append(throughput(x, "soa"))
-    curves_small["aosoa Nb=64"].append(throughput(x, "aosoa", 64))
+    for k, v in bs.layout_throughputs(x, tile=64, min_time=0.02).items():
+        curves_small[k].append(v)
 for n in ns_seed:
-    x = bs.make_inputs({"grid": (48, 48, 60), "n": n, "positions": 32})
-    curves_seed["aos"].append(throughput(x, "aos"))
-    curves_seed["soa"].append(throughput(x, "soa"))
-    curves_seed["aosoa Nb=64"].append(throughput(x, "aosoa", 64))
-    seed_x = x                                           # keep N = 512 for the roofline
+    # 2048 random positions, 32 new ones per call: the same few positions again and again
+    # would find their coefficients in cache
+    x = bs.make_inputs({"grid": (48, 48, 60), "n": n, "positions": 2048})
+    for k, v in bs.layout_throughputs(x, tile=64, min_time=0.02, batch=32).items():
+        curves_seed[k].append(v)
+del x
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 plots.throughput_vs(ns_small, curves_small, "splines N", unit="VGH", ax=axes[0], logx=True)
 axes[0].set_title("8×8×8 grid (cache-resident)")
@@ -346,7 +347,14 @@ to wake a second thread, so on an idle 2-core machine the ideal is 2× per walke
 shared with other jobs the second thread may not get a core when a move starts, and every move
 waits for the slower half (a barrier per move): the ratio above tells you how busy this machine
 was when the notebook ran. Throughput over *many* walkers (positions × tiles in one `prange`)
-needs no barrier per move and suffers much less. The tuner below re-runs this experiment for any tile size
+needs no barrier per move and suffers much less.
+
+One more trap on a shared machine: numba's OpenMP threading layer lets idle threads
+**spin-wait** between parallel regions. With one parallel region per move and more runnable
+jobs than cores, the spinning thread steals the core from the one that has work. Setting
+`OMP_WAIT_POLICY=passive` before starting Jupyter, or `NUMBA_THREADING_LAYER=workqueue`
+(threads sleep instead of spinning), makes the per-walker numbers far less erratic there; on a
+dedicated node spinning is what you want. The tuner below re-runs this experiment for any tile size
 and thread count.
 """),
     code("""
@@ -359,6 +367,24 @@ widgets.tuner(run, {"Nb": [32, 64, 128, 256, 512, 1024], "threads": [1, 2]},
 """, ignore_output=True),
     md("""
 ## 8. Exercise 3 — choose a tile size
+
+First the whole curve, the analogue of the seed's Fig. 7(c) (throughput against Nb at
+N = 2048; there the best tile was Nb = 64 on Broadwell — the tile's slice of the table fitting
+the shared L3 — and Nb = 512 on KNC and KNL, where the outputs fit L2). Here, one thread, a
+cache-resident grid and N = 1024:
+"""),
+    code("""
+sweep_in = bs.make_inputs({"grid": (8, 8, 8), "n": 1024, "positions": 64})
+sweep = bs.tile_sweep(sweep_in, tiles=(16, 32, 64, 128, 256, 512, 1024), repeat=3, min_time=0.02)
+tiles = [t for t in sweep if t != "soa"]
+ax = plots.speedup_bars([f"Nb={t}" for t in tiles], [sweep[t] / sweep["soa"] for t in tiles],
+                        title="AoSoA throughput ÷ SoA, 8×8×8 grid, N = 1024, 1 thread")
+best_nb = max(tiles, key=lambda t: sweep[t])
+print(f"best tile here: Nb = {best_nb} ({sweep[best_nb] / sweep['soa']:.2f}× SoA); "
+      f"its outputs take {80 * best_nb // 1024} KiB of the {hw['l1d'] // 1024} KiB L1")
+""", ignore_output=True),
+    md("""
+Now make the choice a function:
 
 Write `choose_tile(inputs)` returning the tile size Nb for AoSoA on `inputs` (one thread). Reason
 from the cache sizes (`hw["l1d"]`, `hw["l2"]`) or measure with `bs.tile_sweep(inputs, tiles=…)`
