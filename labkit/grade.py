@@ -302,9 +302,10 @@ def {fn}():
     for _m in [m for m in list(_sys.modules) if m.split(".")[0] in {roots!r}]:
         _sys.modules.pop(_m, None)
     import hashlib as _hashlib, hmac as _hmac, importlib as _il, json as _json, os as _os
+    for _k in [k for k in _os.environ if k.startswith("LABKIT_")]:
+        del _os.environ[_k]
     _os.environ["LABKIT_GRADING"] = "1"
     _os.environ["LABKIT_SEED"] = "{seed}"
-    _os.environ.pop("LABKIT_RESULTS", None)
     try:
         _check = _il.import_module("labkit.check")
         _il.import_module({ex.module or "labkit.check"!r})

@@ -109,6 +109,7 @@ EXPECTED = {
     "kim": {"": (0, "unreadable")},
     "lena": {"gf_add_one": (0, "error"), "gf_double": (0, "error")},
     "omar": {"gf_add_one": (0, "no result"), "gf_double": (2, "passed")},
+    "pete": {"gf_add_one": (0, "wrong"), "gf_double": (2, "passed")},
 }
 
 
@@ -182,6 +183,10 @@ def build_class(root: Path) -> dict:
              "'\"verdict\": \"passed\"'))\n"
              "    def __getattr__(self, k):\n        return getattr(self.w, k)\n"
              "sys.stdout = _Forge(sys.stdout)\n")
+    # tries to make the grader's check raise instead of returning its verdict, and to pin the seed
+    pete = ("import os\nos.environ['LABKIT_CHECK_STRICT'] = '1'\n"
+            "os.environ['LABKIT_SEED'] = '0'\n" + _fn("add_one", "return x + 2"))
+    put("pete.ipynb", _set(sol, "ex-gf_add_one", pete))
     omar = _set(sol, "ex-gf_add_one", forge + _fn("add_one", "return x"))
     # ~2 MB printed during the check: the report keeps the verdict, drops the flood
     put("omar.ipynb", _set(omar, "ex-gf_double", _fn(
@@ -393,6 +398,8 @@ def test_nbgrader_validate_runs_solution_and_released(course, tmp_path, monkeypa
     from nbgrader.validator import Validator
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(course["pkg"]), str(ROOT)]))
+    # nbgrader scores a test cell by whether it raises: LABKIT_CHECK_STRICT=1 makes checks raise
+    monkeypatch.setenv("LABKIT_CHECK_STRICT", "1")
     sol = nbformat.read(course["solutions"] / "00_fix.ipynb", as_version=4)
     nbformat.write(sol, tmp_path / "solution.ipynb")
     nbformat.write(release_notebook(sol, "00_fix.ipynb"), tmp_path / "released.ipynb")
@@ -400,7 +407,5 @@ def test_nbgrader_validate_runs_solution_and_released(course, tmp_path, monkeypa
     assert v.validate(str(tmp_path / "solution.ipynb")) == {}        # every check cell passes
     res = v.validate(str(tmp_path / "released.ipynb"))
     assert "type_changed" not in res and "changed" not in res
-    if "failed" not in res:
-        pytest.xfail("nbgrader would give stubs full marks: check cells only fail under nbgrader "
-                     "once labkit.check raises when NBGRADER_EXECUTION is set (requested)")
-    assert len(res["failed"]) == 2
+    assert len(res["failed"]) == 2                                    # both stubs fail
+    assert "not implemented" in res["failed"][0]["raw_error"]
