@@ -232,6 +232,13 @@ kernels.tile_block(Zb, 0, 32, 32, 64, False, pcc.KBLOCK, out, 0, 0)   # compile 
 rep = lk.vector_report(kernels.tile_block)
 print(rep)
 """, ignore_output=True),
+    md("""
+The 512-bit `vfmadd231pd` instructions are the 4×4 block: 16 accumulators, each a zmm register
+of 8 doubles, fed by loads from the 8 row slices (4 rows, 4 columns). The scatters in the report all store zeros:
+LLVM made a separate copy of the loop for an empty k-block (k1 − k0 = 0, which it cannot rule
+out), and that copy never runs. Reading the whole report, not just its first line, is part of
+the lesson.
+"""),
     code("""
 asm = lk.asm(kernels.tile_block)
 fma = [ln.split()[0] + " " + ln.split()[-1] for ln in asm.splitlines() if "vfmadd" in ln]
