@@ -767,7 +767,15 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
         (), baseline="scipy NdBSpline", work=x.n * B,
         label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread, {B} new positions "
               "per call", **kw)
-    del x, sci
+    del sci
+    x32 = BsplineInputs(coefs=x.coefs.astype(np.float32), positions=x.positions,
+                        lengths=x.lengths)
+    results["precision, seed grid"] = bench.compare(
+        {"soa float64": Workload(x, "soa", batch=B), "soa float32": Workload(x32, "soa", batch=B)},
+        (), baseline="soa float64", work=x.n * B,
+        label=f"{g} grid, N={x.n}, 1 thread: half the bytes per coefficient "
+              f"(float32 agrees to {FLOAT32_RTOL:g} relative)", **kw)
+    del x, x32
 
     x = make_inputs(sz["scipy_small"])
     results["scipy, small problem"] = bench.compare(
