@@ -147,9 +147,3 @@ def large_run(threshold=0.8, n=100_000, l=500, timeout=3600):
     res.info = info
     return res
 
-
-if __name__ == "__main__":  # pragma: no cover
-    for k, v in run_benchmark(*(sys.argv[1:2] or [None])).items():
-        print("--", k)
-        print(v)
-        print()
