@@ -36,7 +36,10 @@ def _hint_above(lines: list[str], i: int) -> str:
     while j >= 0 and lines[j].strip().lower().startswith("# hint:"):
         hints.append(lines[j].strip()[len("# hint:"):].strip())
         j -= 1
-    return " ".join(reversed(hints))
+    text = ""
+    for h in reversed(hints):  # a line that ends a clause continues with a space, else "; "
+        text = h if not text else text + (" " if text[-1] in ",;:.—-(" else "; ") + h
+    return text
 
 
 def strip_source(source: str, *, cell_type: str = "code", where: str = "",

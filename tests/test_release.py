@@ -46,7 +46,7 @@ def test_stub_keeps_signature_docstring_and_hint():
     assert out.splitlines()[:5] == SOLVED.splitlines()[:5]
     assert "return x + 1" not in out and "BEGIN SOLUTION" not in out
     assert "    # YOUR CODE HERE" in out
-    assert "    raise NotImplementedError('loop over rows first then columns')" in out
+    assert "    raise NotImplementedError('loop over rows first; then columns')" in out
     compile(out, "<stub>", "exec")
 
 
