@@ -292,3 +292,37 @@ def test_run_benchmark_small():
     assert res["layouts, seed grid"].ratio("soa", "aos") > 0
     with pytest.raises(ValueError, match="size"):
         bs.run_benchmark("enormous")
+
+
+# ------------------------------------------------------------------ timing helpers
+def test_workload_rotates_through_positions():
+    x = bs.make_inputs({"grid": (6, 6, 6), "n": 16, "positions": 10})
+    w = bs.Workload(x, "soa", batch=4)
+    assert w.work == 4 * 16 and w.chunks == 2
+    first = w.args[1].copy()
+    w()
+    assert not np.array_equal(w.args[1], first)       # next call: the next 4 positions
+    w()
+    assert np.array_equal(w.args[1], first)           # and round again
+    out = w.outs[0]
+    w()
+    got = bs.soa_to_canonical(out[:, 0, :, :16])
+    bs.validate(got, bs.reference(x, x.positions[0:4]), rtol=1e-12)   # third call: chunk 0
+
+
+def test_time_interleaved_and_sweeps():
+    x = bs.make_inputs({"grid": (6, 6, 6), "n": 64, "positions": 8})
+    secs = bs.time_interleaved({"a": bs.Workload(x, "soa"), "b": bs.Workload(x, "aos")},
+                               repeat=2, min_time=0.0)
+    assert set(secs) == {"a", "b"} and all(v > 0 for v in secs.values())
+    with pytest.raises(ValueError, match="clock"):
+        bs.time_interleaved({"a": bs.Workload(x, "soa")}, clock="gpu")
+    sweep = bs.tile_sweep(x, tiles=(16, 64, 128), repeat=1, min_time=0.0)
+    assert set(sweep) == {"soa", 16, 64}              # tiles larger than N are skipped
+    lay = bs.layout_throughputs(x, tile=16, repeat=1, min_time=0.0)
+    assert set(lay) == {"aos", "soa", "aosoa Nb=16"}
+
+
+def test_machine_limits_are_positive():
+    assert bs.measure_bandwidth(mib=4, repeat=2) > 0
+    assert bs.measure_fma_rate(repeat=2) > 0
