@@ -189,7 +189,9 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+# Module scope (not session): JupyterLab and Chromium stop right after the last browser test
+# instead of idling through the rest of `make test`.
+@pytest.fixture(scope="module")
 def lab(chromium_path, tmp_path_factory):
     """A JupyterLab server over a temporary copy of solutions/ and notebooks/; always stopped."""
     work = tmp_path_factory.mktemp("browser")
@@ -212,7 +214,7 @@ def lab(chromium_path, tmp_path_factory):
             server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser_context(chromium_path, lab):
     """One headless Chromium (fresh profile dir) for the session; always closed."""
     from playwright.sync_api import sync_playwright
@@ -359,10 +361,22 @@ def _run_all(page, lab, path: str, shot: str, timeout: float = NB_TIMEOUT_S) -> 
         pending = [c["i"] for c in code if "*" in c["prompt"]]
         unrun = [c["i"] for c in code if c["count"] is None]
         errored = any(c["errors"] and not c["expects_error"] for c in code)
+        if s.get("dialog") or s.get("kernel") in ("dead", "autorestarting", "restarting"):
+            png = _shot(page, f"{shot}-FAILED")
+            pytest.fail(f"{path}: Run All interrupted (kernel {s.get('kernel')!r}, dialog "
+                        f"{s.get('dialog')!r}, cells not run {unrun[:10]}); see {png} and "
+                        f"{lab.log_path}")
         idle = s.get("kernel") == "idle" and s.get("indicator") == "idle"
         # Run All stops at the first error: the cells after it stay unrun.
         finished = idle and not pending and (not unrun or errored)
         stable["n"] = stable["n"] + 1 if finished else 0
+        # Idle, nothing queued, no error, yet cells never ran: Run All stopped (kernel restart).
+        stalled = idle and not pending and unrun and not errored
+        stable["stalled"] = stable.get("stalled", 0) + 1 if stalled else 0
+        if stable["stalled"] >= 10:
+            png = _shot(page, f"{shot}-FAILED")
+            pytest.fail(f"{path}: Run All stopped with cells {unrun[:10]} never run and the "
+                        f"kernel idle (did it restart?); see {png} and {lab.log_path}")
         info = {"kernel": s.get("kernel"), "indicator": s.get("indicator"),
                 "pending cells": pending[:10], "unrun cells": unrun[:10],
                 "dialog": s.get("dialog"),
