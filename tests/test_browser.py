@@ -102,7 +102,10 @@ class LabServer:
             cmd.append("--allow-root")
         env = dict(os.environ, LABKIT_SPEED="report", JUPYTER_CONFIG_DIR=str(work / "config"),
                    JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
-        env.pop("LABKIT_GRADING", None)
+        # What a student has: no grading/strict/results switches from other tests or CI, and
+        # matplotlib's default inline backend (MPLBACKEND=Agg would hide the figures).
+        for var in ("LABKIT_GRADING", "LABKIT_CHECK_STRICT", "LABKIT_RESULTS", "MPLBACKEND"):
+            env.pop(var, None)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "w", encoding="utf-8")
         self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=self._log,
