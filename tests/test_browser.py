@@ -1,6 +1,6 @@
 """End-to-end: real JupyterLab driven by headless Chromium (Playwright), marker ``browser``.
 
-Run only these: ``.venv/bin/pytest -m browser``. One JupyterLab server per session (free
+Run only these: ``.venv/bin/pytest -m browser``. One JupyterLab server for the module (free
 127.0.0.1 port, random token, root dir = a temporary copy of solutions/ and notebooks/, so the
 repo is never written to), one Chromium (Debian's package, see tools/ensure_browser.py).
 For every solution notebook: Run All, wait for the kernel, no error output, every check shows
@@ -219,7 +219,7 @@ def lab(chromium_path, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser_context(chromium_path, lab):
-    """One headless Chromium (fresh profile dir) for the session; always closed."""
+    """One headless Chromium (fresh profile dir) for this module; always closed."""
     from playwright.sync_api import sync_playwright
 
     flags = _load_ensure_browser().CHROMIUM_ARGS
