@@ -10,7 +10,8 @@ Verdicts are a small fixed set (see :data:`VERDICTS`). Correctness uses fresh ra
 kernel measured at the same moment; it fails a check unless ``LABKIT_SPEED=report`` (tests and
 CI set that, since shared machines are noisy — there the speed is reported, not judged).
 ``LABKIT_CHECK_STRICT=1`` makes every check raise on failure (the test suite sets it while
-nbval runs the solutions, so a failing check in a solution notebook fails the build).
+nbval runs the solutions, so a failing check in a solution notebook fails the build); so does
+nbgrader's ``NBGRADER_EXECUTION``, so nbgrader's autograder scores the check cells directly.
 Checks write nothing to stderr.
 """
 from __future__ import annotations
@@ -268,7 +269,8 @@ class Exercise:
         result = _run_body(self, student, args, kwargs)
         if os.environ.get("LABKIT_RESULTS"):
             _record(result)
-        strict = strict or os.environ.get("LABKIT_CHECK_STRICT") == "1"
+        strict = (strict or os.environ.get("LABKIT_CHECK_STRICT") == "1"
+                  or bool(os.environ.get("NBGRADER_EXECUTION")))  # nbgrader autograde/validate
         if strict and not result.passed:
             raise AssertionError(str(result))
         return result
