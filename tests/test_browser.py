@@ -335,11 +335,15 @@ def _wait(page, cond, timeout: float, what: str, shot: str, poll: float = 0.5):
                 f"screenshot: {png}")
 
 
-def _open(page, lab, path: str, shot: str):
+def _open(page, lab, path: str, shot: str, phases=None):
     """Open path in a fresh JupyterLab workspace and wait until its kernel is idle."""
     ws = "t" + os.urandom(4).hex()
     page.goto(f"{lab.url}/lab/workspaces/{ws}/tree/{path}?reset&token={lab.token}",
               wait_until="domcontentloaded", timeout=60_000)
+    if phases is not None:
+        _wait(page, lambda: (not _state(page, path).get("why"), None), 120,
+              f"JupyterLab to load and open {path}", shot, poll=0.2)
+        phases.mark("load JupyterLab")
 
     def ready():
         s = _state(page, path)
@@ -513,8 +517,8 @@ def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
     page = browser_context.new_page()
     try:
         t = _Phases(shot)
-        _open(page, lab, path, shot)
-        t.mark("open + kernel idle")
+        _open(page, lab, path, shot, t)
+        t.mark("kernel idle")
         state = _run_all(page, lab, path, shot)
         t.mark("run all")
         errors = _error_report(state)
@@ -572,8 +576,8 @@ def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
     page = browser_context.new_page()
     try:
         t = _Phases(shot)
-        _open(page, lab, path, shot)
-        t.mark("open + kernel idle")
+        _open(page, lab, path, shot, t)
+        t.mark("kernel idle")
         state = _run_all(page, lab, path, shot)
         t.mark("run all")
         errors = _error_report(state)
