@@ -43,7 +43,7 @@ __all__ = [
     "basis", "reference", "vgh_aos", "vgh_soa", "vgh_aosoa", "to_aosoa", "soa_to_canonical",
     "aos_to_soa", "evaluate_vgh", "validate", "walker_tiles", "traffic_per_eval",
     "flops_per_eval", "stream_stride", "new_output", "ndbspline_of", "ndbspline_vgh", "Workload",
-    "BENCHMARK", "run_benchmark", "tile_sweep", "layout_throughputs", "time_interleaved", "TILE_TOLERANCE", "TILE_CHOICES", "CHECKS",
+    "BENCHMARK", "run_benchmark", "tile_sweep", "layout_throughputs", "time_interleaved", "thread_scaling", "TILE_TOLERANCE", "TILE_CHOICES", "CHECKS",
     "measure_bandwidth", "measure_fma_rate",
 ]
 
@@ -814,15 +814,18 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
 
 
 def time_interleaved(funcs: dict, *, clock: str = "cpu", repeat: int = 3,
-                     min_time: float = 0.03) -> dict:
-    """Median seconds per call of each zero-argument callable, repeats interleaved (a, b, a, b…).
+                     min_time: float = 0.03, stat: str = "median") -> dict:
+    """Seconds per call of each zero-argument callable, repeats interleaved (a, b, a, b…).
     ``clock="cpu"`` counts this process's CPU time — for ONE thread on a shared machine it
     excludes the time other jobs held the core; ``clock="wall"`` is elapsed time (use it for
-    several threads, whose CPU times add up)."""
+    several threads, whose CPU times add up). ``stat="min"`` keeps the best repeat — on a busy
+    machine, the one where all our threads had a core — instead of the median."""
     import time
 
     if clock not in ("cpu", "wall"):
         raise ValueError(f"clock must be 'cpu' or 'wall', got {clock!r}")
+    if stat not in ("median", "min"):
+        raise ValueError(f"stat must be 'median' or 'min', got {stat!r}")
     now = time.process_time if clock == "cpu" else time.perf_counter
     loops = {}
     for name, fn in funcs.items():
@@ -843,7 +846,23 @@ def time_interleaved(funcs: dict, *, clock: str = "cpu", repeat: int = 3,
             for _ in range(loops[name]):
                 fn()
             times[name].append((now() - t0) / loops[name])
-    return {name: float(np.median(v)) for name, v in times.items()}
+    agg = np.median if stat == "median" else np.min
+    return {name: float(agg(v)) for name, v in times.items()}
+
+
+def thread_scaling(size=None, tile: int = 256, repeat: int = 15) -> dict:
+    """Two threads vs one, wall time, best of ``repeat`` interleaved repeats (on a shared machine
+    the median mostly measures the other jobs): ``"one walker"`` — its tiles split per move;
+    ``"walkers x tiles"`` — positions × tiles in one prange. 8³ grid, N = 2048 (small: N = 512)."""
+    sz = _bench_sizes(size)["nested"]
+    x = make_inputs(sz)
+    tile = min(tile, x.n)
+    out = {}
+    for name, walker in (("one walker", True), ("walkers x tiles", False)):
+        runs = {th: Workload(x, "aosoa", tile=tile, threads=th, walker=walker) for th in (1, 2)}
+        secs = time_interleaved(runs, clock="wall", stat="min", repeat=repeat, min_time=0.01)
+        out[name] = secs[1] / secs[2]
+    return out
 
 
 def tile_sweep(inputs: BsplineInputs, tiles=(16, 32, 64, 128, 256, 512), threads: int = 1,

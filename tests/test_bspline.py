@@ -326,3 +326,10 @@ def test_time_interleaved_and_sweeps():
 def test_machine_limits_are_positive():
     assert bs.measure_bandwidth(mib=4, repeat=2) > 0
     assert bs.measure_fma_rate(repeat=2) > 0
+
+
+def test_thread_scaling_small():
+    r = bs.thread_scaling("small", repeat=2)
+    assert set(r) == {"one walker", "walkers x tiles"} and all(v > 0 for v in r.values())
+    with pytest.raises(ValueError, match="stat"):
+        bs.time_interleaved({"a": lambda: None}, stat="mean")
