@@ -315,7 +315,10 @@ plots.roofline(peak, bw, points, title="VGH on the 48×48×60 grid, N = 512, one
     md("""
 The intensity (about 1.1 FLOP/byte in double precision; the seed's single precision doubles it)
 sits left of the ridge: the big-grid kernel is **memory-bound** — compare the SoA point with the
-memory roof at its intensity, printed above. That is why layout changes that only help the arithmetic (wider SIMD) or the outputs
+memory roof at its intensity, printed above. If it sits well below that roof, one core is not
+streaming but waiting: each position reads 16 separate runs of `4·N·8` bytes at random places in
+the table, and between runs the prefetcher starts over (the triad's single stream is the best
+case). That is why layout changes that only help the arithmetic (wider SIMD) or the outputs
 (tiling) move it little there, while float32 coefficients (half the bytes) would.
 
 ## 7. Nested threading: one walker's splines over threads
