@@ -860,7 +860,7 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
 @njit(cache=True, parallel=True)
 def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn, n_cases,
                    n_controls, top, batch):
-    """Each prange row runs its first-index tasks depth-first; returns per-row top lists."""
+    """Each worker (prange row) runs its first-index tasks depth-first; returns per-worker top lists."""
     n_snps = bits3.shape[0]
     W = bits3.shape[2]
     bits = bits3.ravel()
@@ -977,13 +977,6 @@ def _assign(task_ids: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
     return tasks, np.array([len(x) for x in per], dtype=np.int64)
 
 
-def _one_per_row(task_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One task per prange iteration, largest first: with chunk size 1 the threads take the next
-    first index as they finish (dynamic, longest-processing-time-first balancing)."""
-    ids = np.asarray(task_ids, dtype=np.int64)
-    return ids.reshape(-1, 1), np.ones(ids.size, dtype=np.int64)
-
-
 @dataclass
 class _Plan:
     enc: Encoded
@@ -1037,7 +1030,7 @@ def _plan(enc: Encoded, order, top, threads, block, batch, progress) -> _Plan:
     cum = np.cumsum(work[ids])
     edges = np.searchsorted(cum, np.linspace(0, cum[-1], nchunks + 1)[1:-1])
     parts = [p for p in np.split(ids, edges) if p.size]
-    chunks = [(_one_per_row(p), int(sum(math.comb(n - 1 - int(x), order - 1)
+    chunks = [(_assign(p, int(threads)), int(sum(math.comb(n - 1 - int(x), order - 1)
                                                 for x in p)) if order > 1 else p.size)
               for p in parts]
     return _Plan(enc, order, int(top), int(threads), block_words * 64, int(batch),
@@ -1057,10 +1050,9 @@ def _run_plan(plan: _Plan, progress: bool) -> list:
     qs, ms, ids = [], [], []
     try:
         for (tasks, ntasks), ncomb in plan.chunks:
-            with numba.parallel_chunksize(1):
-                q, m, i = _search_kernel(enc.bits, enc.lanes, enc.case_words, plan.order, plan.segs,
-                                         tasks, ntasks, plan.nlogn, enc.n_cases, enc.n_controls,
-                                         plan.top, plan.batch)
+            q, m, i = _search_kernel(enc.bits, enc.lanes, enc.case_words, plan.order, plan.segs,
+                                     tasks, ntasks, plan.nlogn, enc.n_cases, enc.n_controls,
+                                     plan.top, plan.batch)
             qs.append(q.reshape(-1))
             ms.append(m.reshape(-1))
             ids.append(i.reshape(-1, plan.order))

@@ -408,11 +408,12 @@ when tables outgrow L1 *and* are stored, which the fused kernel never does.
 
 Triples (i, j, k) with i < j < k: first index i owns C(n−1−i, 2) of them — triangular, heavily
 front-loaded, so cutting the range of i into equal halves would give one thread most of the
-work. `ep.search` hands first indices to a `prange` **largest first with chunk size 1**
-(`numba.parallel_chunksize(1)`: dynamic scheduling) — each thread takes the next index when it
-finishes one, the classic longest-processing-time-first rule. A static alternative is to deal
-the indices in snake order (0, 1, 1, 0, 0, 1, …); both balance to a fraction of a percent, but
-only the dynamic one adapts when another program slows one core down — as on a shared machine.
+work — and that is exactly what `prange` does: it splits its iteration space into contiguous
+blocks, one per thread (with numba's OpenMP layer here, `numba.parallel_chunksize` did not change
+that in our tests). So `ep.search` builds the balance into the task lists: it sorts first
+indices by work and **deals them in snake order** (thread 0, 1, 1, 0, 0, 1, …), one list per
+thread, and runs `prange` over the threads. A dynamic work queue (largest first) would balance as
+well and also adapt when another program slows one core down; the cell models all three.
 """),
     code("""
 n = 1000
