@@ -240,7 +240,8 @@ write bandwidth rose from 38 GB/s at N = 256 to 177 GB/s at N = 4096 as the outp
 L2. Here L2 is 1 MiB per core, so SoA's outputs still fit in L2 at N = 4096 (328 KB) — that
 effect cannot happen in our range. But they leave **L1** already at N ≈ 400: from then on each of
 the 16 passes streams the outputs through L2. So we predict, on a cache-resident grid, SoA
-throughput *drops* beyond N ≈ 400–512 while AoSoA with a tile that fits L1 (Nb ≲ 200) stays flat;
+throughput *drops* beyond N ≈ 400–512 while AoSoA with a tile that fits L1 (Nb ≲ 200) holds up
+better;
 on the seed's 48×48×60 grid the coefficient reads from DRAM dominate and tiling gains nothing.
 Measure. From here on single-thread timings use the process's **CPU time**
 (`bs.time_interleaved(..., clock="cpu")`): on a machine shared with other jobs, wall-clock time
@@ -292,8 +293,9 @@ L2). On the big grid each tile reads its coefficients as 16 short pieces of `4·
 scattered over a table of hundreds of MiB, instead of 16 long runs of `4·N·8` bytes; the hardware
 prefetcher has less to work with, so small tiles *lose* there. The seed's Broadwell gain at
 Nb = 64 came from a third effect: with 36 walkers sharing a 45 MB L3, a tile's slice of the table
-(`Ng·Nb·4` bytes ≈ 35 MB) stayed in L3. Here, in double precision, a 48×48×60 slice fits the
-32 MiB L3 only for Nb ≤ 28 — and one walker touches too few grid points to reuse it.
+(the seed puts the single-precision working set at Nb = 64 at roughly 28 MB) stayed in L3. Here,
+in double precision, a 48×48×60 slice (`Ng·Nb·8` bytes) fits the 32 MiB L3 only for Nb ≤ 30 —
+and one walker touches too few grid points to reuse it.
 
 ### A roofline with this machine's numbers
 
@@ -352,8 +354,10 @@ print(f"2 threads on one walker vs 1 thread (same tiles): {speedup_median:.2f}×
 nested
 """, ignore_output=True),
     md("""
-Each move is roughly 100 µs of work for one thread, far more than the few microseconds it costs
-to wake a second thread, so on an idle 2-core machine the ideal is 2× per walker. On a machine
+Each move is tens of microseconds of work for one thread (2048 splines at tens of millions of
+VGH per second), well above the few microseconds it costs to start a parallel region, so on an
+idle 2-core machine the ideal is about 2× per walker (a little more is possible: two cores also
+bring two L1 and L2 caches). On a machine
 shared with other jobs the second thread may not get a core when a move starts, and every move
 waits for the slower half (a barrier per move). The *median* then tells you how busy the machine
 was; the *best* of several interleaved repeats — a run in which both threads had a core — tells
