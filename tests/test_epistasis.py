@@ -337,3 +337,10 @@ def test_mi_combinations_matches_search():
     np.testing.assert_allclose(mi, [m for _, m in top], atol=1e-12, rtol=0)
     with pytest.raises(ValueError, match="0 … 9"):
         ep.mi_combinations(enc, [(0, 1, 10)])
+
+
+@pytest.mark.parametrize("order,n", [(5, 9), (6, 8), (ep.MAX_ORDER, 9)])
+def test_search_high_orders(order, n):
+    inp = ep.make_inputs({"snps": n, "individuals": 157}, seed=order)
+    got = ep.search(inp.genotypes, inp.labels, order=order, top=5)
+    ep.validate(got, ep.reference_search(inp.genotypes, inp.labels, order=order, top=5), atol=1e-12)
