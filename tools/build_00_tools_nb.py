@@ -178,6 +178,11 @@ order as before, so the result is bit-for-bit the same.
 
 The check runs your function on hidden random matrices, asks the compiler whether it
 vectorised (≥ 256-bit), and times it against `colsum_naive`.
+
+*How exercises are graded:* only the exercise cell itself (the one with `# YOUR CODE HERE`) is
+taken from your notebook; the grader re-runs everything else from the original and checks your
+function with fresh secret inputs. So anything your function needs — a helper, an import — goes
+inside that cell. Editing a check cell changes nothing.
 """),
     exercise("colsum", '''
 @njit
