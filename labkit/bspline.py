@@ -44,7 +44,7 @@ __all__ = [
     "aos_to_soa", "evaluate_vgh", "validate", "walker_tiles", "traffic_per_eval",
     "flops_per_eval", "stream_stride", "new_output", "ndbspline_of", "ndbspline_vgh", "Workload",
     "BENCHMARK", "run_benchmark", "tile_sweep", "layout_throughputs", "time_interleaved", "thread_scaling", "TILE_TOLERANCE", "TILE_CHOICES", "CHECKS",
-    "measure_bandwidth", "measure_fma_rate",
+    "measure_bandwidth", "measure_fma_rate", "ALIGN", "aligned_empty", "aligned_zeros",
 ]
 
 #: The 10 SoA output streams, in order (the Hessian is symmetric: 6 of its 9 entries).
@@ -61,6 +61,30 @@ SIZES = {
     "seed": {"grid": (48, 48, 60), "n": 512, "positions": 256},
     "large": {"grid": (48, 48, 60), "n": 1024, "positions": 256},
 }
+
+
+# ----------------------------------------------------------------------------- aligned buffers
+#: Byte alignment of every array labkit allocates for this lab: one cache line = one zmm register.
+ALIGN = 64
+
+
+def aligned_empty(shape, dtype=np.float64, align: int = ALIGN) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on an ``align``-byte boundary (the
+    seed's aligned allocator: numpy only promises 16 bytes, and a 64-byte vector load from a
+    16-byte-aligned stream straddles two cache lines every time)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(v) for v in shape)
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + align, dtype=np.uint8)
+    start = (-buf.ctypes.data) % align
+    return buf[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_zeros(shape, dtype=np.float64, align: int = ALIGN) -> np.ndarray:
+    """Like :func:`aligned_empty`, filled with zeros."""
+    out = aligned_empty(shape, dtype, align)
+    out.fill(0)
+    return out
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -128,7 +152,8 @@ def make_inputs(size="small", seed: int = 0) -> BsplineInputs:
         raise ValueError(f"dtype must be float32 or float64, got {dtype}")
     lengths = tuple(float(v) for v in spec.get("lengths", (1.0, 1.0, 1.0)))
     rng = np.random.default_rng(seed)
-    coefs = rng.random(grid + (n,), dtype=dtype)
+    coefs = aligned_empty(grid + (n,), dtype)
+    rng.random(out=coefs, dtype=dtype)
     coefs -= dtype.type(0.5)
     positions = rng.random((npos, 3)) * np.asarray(lengths)
     return BsplineInputs(coefs=coefs, positions=positions, lengths=lengths)
@@ -436,7 +461,7 @@ def to_aosoa(coefs, tile: int) -> np.ndarray:
     N = coefs.shape[3]
     tile = _check_tile(tile, N)
     M = -(-N // tile)
-    out = np.zeros((M,) + coefs.shape[:3] + (tile,), dtype=coefs.dtype)
+    out = aligned_zeros((M,) + coefs.shape[:3] + (tile,), dtype=coefs.dtype)
     for m in range(M):
         lo, hi = m * tile, min(N, (m + 1) * tile)
         out[m, ..., : hi - lo] = coefs[..., lo:hi]
@@ -542,9 +567,9 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
     P = idx.shape[0]
     with _threads(threads):
         if layout == "aos":
-            v = np.empty((P, N), coefs.dtype)
-            g = np.empty((P, N, 3), coefs.dtype)
-            h = np.empty((P, N, 3, 3), coefs.dtype)
+            v = aligned_empty((P, N), coefs.dtype)
+            g = aligned_empty((P, N, 3), coefs.dtype)
+            h = aligned_empty((P, N, 3, 3), coefs.dtype)
             _batch_aos(coefs, idx, pref, v, g, h)
             return (v.astype(np.float64, copy=False), g.astype(np.float64, copy=False),
                     h.astype(np.float64, copy=False))
@@ -555,7 +580,7 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
         else:
             tc = to_aosoa(coefs, tile)
         M, Nb = tc.shape[0], tc.shape[4]
-        out = np.empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)
+        out = aligned_empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)
         _batch_tiles(tc, idx, pref, out)
     soa = np.moveaxis(out[..., :Nb], 1, 2).reshape(P, 10, M * Nb)[:, :, :N]
     return soa_to_canonical(soa)
@@ -573,12 +598,13 @@ def new_output(n: int, layout: str = "soa", dtype=np.float64, tile: int | None =
     """Output buffer(s) for one position: AoS ``(v, g, h)``, SoA ``(10, ld)``, AoSoA ``(M, 10, ld)``
     with the padded stream stride of :func:`stream_stride` (kernels loop over the first N/Nb)."""
     if layout == "aos":
-        return np.zeros(n, dtype), np.zeros((n, 3), dtype), np.zeros((n, 3, 3), dtype)
+        return (aligned_zeros(n, dtype), aligned_zeros((n, 3), dtype),
+                aligned_zeros((n, 3, 3), dtype))
     if layout == "soa":
-        return np.zeros((10, stream_stride(n, dtype)), dtype)
+        return aligned_zeros((10, stream_stride(n, dtype)), dtype)
     if layout == "aosoa":
         tile = _check_tile(tile, n)
-        return np.zeros((-(-n // tile), 10, stream_stride(tile, dtype)), dtype)
+        return aligned_zeros((-(-n // tile), 10, stream_stride(tile, dtype)), dtype)
     raise ValueError(f"layout must be 'aos', 'soa' or 'aosoa', got {layout!r}")
 
 
@@ -591,7 +617,7 @@ def walker_tiles(spline_or_coefs, positions, tile: int, threads: int | None = No
     tc = (spline_or_coefs.tiled(tile) if isinstance(spline_or_coefs, BsplineInputs)
           else to_aosoa(coefs, tile))
     idx, pref = prefactors(positions, coefs.shape[:3], lengths, dtype=coefs.dtype)
-    out = np.empty((1, tc.shape[0], 10, stream_stride(tile, coefs.dtype)), coefs.dtype)
+    out = aligned_empty((1, tc.shape[0], 10, stream_stride(tile, coefs.dtype)), coefs.dtype)
     with _threads(threads):
         _walker_tiles(tc, idx, pref, out)
     return np.moveaxis(out[0, :, :, :tile], 0, 1).reshape(10, -1)[:, :N].astype(np.float64)
@@ -654,15 +680,15 @@ class Workload:
         self.step = 0
         B = self.batch
         if layout == "aos":
-            self.outs = (np.empty((B, N), coefs.dtype), np.empty((B, N, 3), coefs.dtype),
-                         np.empty((B, N, 3, 3), coefs.dtype))
+            self.outs = (aligned_empty((B, N), coefs.dtype), aligned_empty((B, N, 3), coefs.dtype),
+                         aligned_empty((B, N, 3, 3), coefs.dtype))
             self.data = (coefs,)
             self.kernel = _batch_aos
         else:
             tc = coefs.reshape((1,) + coefs.shape) if layout == "soa" else inputs.tiled(tile)
             q = 1 if walker else B
-            self.outs = (np.empty((q, tc.shape[0], 10, stream_stride(tc.shape[4], coefs.dtype)),
-                                  coefs.dtype),)
+            self.outs = (aligned_empty((q, tc.shape[0], 10,
+                                        stream_stride(tc.shape[4], coefs.dtype)), coefs.dtype),)
             self.data = (tc,)
             self.kernel = _walker_tiles if walker else _batch_tiles
         self.work = B * N
@@ -768,8 +794,9 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
         label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread, {B} new positions "
               "per call", **kw)
     del sci
-    x32 = BsplineInputs(coefs=x.coefs.astype(np.float32), positions=x.positions,
-                        lengths=x.lengths)
+    c32 = aligned_empty(x.coefs.shape, np.float32)
+    c32[...] = x.coefs
+    x32 = BsplineInputs(coefs=c32, positions=x.positions, lengths=x.lengths)
     results["precision, seed grid"] = bench.compare(
         {"soa float64": Workload(x, "soa", batch=B), "soa float32": Workload(x32, "soa", batch=B)},
         (), baseline="soa float64", work=x.n * B,

@@ -333,3 +333,14 @@ def test_thread_scaling_small():
     assert set(r) == {"one walker", "walkers x tiles"} and all(v > 0 for v in r.values())
     with pytest.raises(ValueError, match="stat"):
         bs.time_interleaved({"a": lambda: None}, stat="mean")
+
+
+def test_aligned_buffers():
+    for shape, dt in (((3, 5), np.float64), (7, np.float32), ((2, 3, 4, 9), np.float64)):
+        a = bs.aligned_empty(shape, dt)
+        assert a.ctypes.data % bs.ALIGN == 0 and a.flags.c_contiguous and a.dtype == dt
+    z = bs.aligned_zeros((4, 4))
+    assert not z.any() and z.ctypes.data % 64 == 0
+    x = bs.make_inputs("tiny")
+    assert x.coefs.ctypes.data % 64 == 0 and x.tiled(8).ctypes.data % 64 == 0
+    assert bs.new_output(24, "soa").ctypes.data % 64 == 0
