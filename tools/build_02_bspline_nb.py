@@ -380,11 +380,13 @@ was; the *best* of several interleaved repeats — a run in which both threads h
 you what the code can do.
 
 One more trap on a shared machine: numba's OpenMP threading layer lets idle threads
-**spin-wait** between parallel regions. With one parallel region per move and more runnable
-jobs than cores, the spinning thread steals the core from the one that has work. Setting
-`OMP_WAIT_POLICY=passive` before starting Jupyter, or `NUMBA_THREADING_LAYER=workqueue`
-(threads sleep instead of spinning), can make the per-walker numbers much less erratic there; on
-a dedicated node spinning is what you want. The tuner below re-runs this experiment for any tile size
+**spin-wait** for new work, so that the next parallel region starts within microseconds. That is
+what makes a region per move affordable — but when another job wants the core, a spinning or
+preempted thread costs a whole scheduler time slice (milliseconds) now and then, and a *mean*
+over many moves is dominated by those rare stalls. `OMP_WAIT_POLICY=passive` stops the spinning
+but then every region pays a wake-up of tens of microseconds, which for moves this short eats
+the gain. On a shared machine, judge threads by the best (or the median per call) of many
+interleaved repeats, as above. The tuner below re-runs this experiment for any tile size
 and thread count.
 """),
     code("""
