@@ -63,6 +63,18 @@ pcc.validate(R_naive, np.corrcoef(X))   # independent oracle: numpy's corrcoef
 print(inp, "— naive loop agrees with np.corrcoef to 1e-12")
 """),
     md("""
+Why is it slow? Ask the vectoriser about each loop of `pcc_naive`:
+"""),
+    code("""
+lk.remarks(pcc.pcc_naive)
+""", ignore_output=True),
+    md("""
+Both sample loops are float *reductions* (`s += …`): without `fastmath`, LLVM must add in source
+order, so each loop runs one scalar multiply-add at a time, and the means, the numerator and the
+two variances take separate passes over the rows. The transformation below removes the extra
+passes; the fast kernel (section 5) adds `fastmath` and a register block.
+"""),
+    md("""
 ## 2. The transformation (Eq. 4–5): standardise once, then every PCC is a dot product
 
 Each row depends only on itself, so centre it and scale it to unit norm **once**:
