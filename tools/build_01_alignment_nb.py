@@ -154,6 +154,24 @@ widest vector arithmetic it found:
 print(lk.vector_report(A.align_scalar).summary())
 """, ignore_output=True),
     md("""
+And *why*, in LLVM's own words. `align_scalar` sweeps each pair with the helper
+`A._scalar_pair`; `lk.remarks` recompiles it with debug line numbers and collects the
+vectoriser's verdict on each of its loops:
+"""),
+    code("""
+a, b, sc = inp.seqs1[0], inp.seqs2[0], inp.scoring
+H, E = np.empty(a.size + 1, np.int32), np.empty(a.size + 1, np.int32)
+pair_args = (a, a.size, b, b.size, np.int32(sc.match), np.int32(sc.mismatch),
+             np.int32(sc.gap_open), np.int32(sc.gap_extend), H, E)
+lk.remarks(A._scalar_pair, pair_args)
+""", ignore_output=True),
+    md("""
+Only the initialisation loop vectorises. The DP sweep down the column (`for i`) carries `diag`
+and `F` from one iteration to the next — values that are not a plain sum or maximum, so LLVM
+keeps the loop scalar; the loop over columns (`for j`) reads the `H` the previous column wrote.
+Both verdicts say the same thing as the picture: inside one pair, nothing runs side by side.
+"""),
+    md("""
 ## 4. Exercise 1 — transpose the batch
 
 Write `my_transpose(codes)`: from the `(pairs × length)` uint8 codes, build a **new,
