@@ -931,7 +931,7 @@ def summary(results: list[dict]) -> str:
                 s[0] += e["verdict"] == "passed"
                 s[1] += 1
     w = max([len("student")] + [len(s) for s in per])
-    lines = [f"{'student':<{w}}  {'points':>13}  notebooks  review"]
+    lines = [f"{'student':<{w}}  {'points (%)':>19}  notebooks  review"]
     for s, (p, m, n) in sorted(per.items()):
         pct = f"{100 * p / m:5.1f}%" if m else "    -"
         lines.append(f"{s:<{w}}  {p:5g} / {m:<5g}{pct}  {n:>9}  "
