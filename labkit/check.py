@@ -304,13 +304,46 @@ def _run_body(ex: Exercise, student, args, kwargs) -> CheckResult:
     except AssertionError as e:
         verdict, message = "wrong", str(e) or "a result differs from the reference"
     except Exception as e:  # noqa: BLE001 - a student's code may raise anything
-        verdict, message = "error", _describe_error(e)
+        verdict = "error"
+        body_file = getattr(getattr(ex.body, "__code__", None), "co_filename", "")
+        message = (_describe_error(e) if _blame_student(e, student, body_file)
+                   else _describe_own_error(e))
     finally:
         _current = prev
     passed = verdict == "passed"
     return CheckResult(name=ex.name, passed=passed, points=ex.points if passed else 0.0,
                        max_points=ex.points, verdict=verdict, message=_short(message),
                        details=ctx.details)
+
+
+def _blame_student(e: BaseException, student, body_file: str = "") -> bool:
+    """True unless the exception started in the check's own code (labkit or the check body's
+    file) rather than in the student's function or in code numba compiled."""
+    own = {getattr(f, "__code__", None) for f in (student, getattr(student, "py_func", None))}
+    own.discard(None)
+    frames = []
+    tb = e.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    if any(code in own or "numba" in code.co_filename for code in frames):
+        return True
+    if not frames:
+        return True
+    last = os.path.abspath(frames[-1].co_filename)
+    here = os.path.dirname(os.path.abspath(__file__))
+    return not (last.startswith(here + os.sep) or (body_file and last == os.path.abspath(body_file)))
+
+
+def _describe_own_error(e: BaseException) -> str:
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = (f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+             if tb is not None else "?")
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return (f"the check itself failed at {where} ({type(e).__name__}: {text}) — if your "
+            "function returns the documented type and shape, this is a labkit bug: please report it")
 
 
 def _describe_error(e: BaseException) -> str:

@@ -185,3 +185,17 @@ def test_vectorized_gate_and_lesson00_checks():
     assert r.passed, str(r)
     r = check.dot_partials(l0.dot_plain)  # correct but (when enforced) too slow
     assert r.passed and "need ≥ 1.5×" in r.message
+
+
+@exercise("_t_broken", points=1)
+def _check_broken(student):
+    student(np.arange(3))
+    return {}["missing"]  # a bug in the check itself, not in the student's code
+
+
+def test_error_in_check_code_is_not_blamed_on_student():
+    r = check._t_broken(good)
+    assert r.verdict == "error" and "the check itself failed" in r.message, r.message
+    assert "test_check.py" in r.message or "?" in r.message
+    r = check._t_double(crash)
+    assert "your function raised ZeroDivisionError" in r.message
