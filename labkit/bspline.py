@@ -20,6 +20,9 @@ Kernels (numba, ``cache=True``), one position each:
   (Hessian symmetry), shape ``(10, N)``.
 * :func:`vgh_aosoa` — splines split into ``M`` tiles of ``Nb``; coefficients ``(M, nx, ny, nz, Nb)``,
   outputs ``(M, 10, Nb)``; every tile is an independent SoA problem.
+* :func:`vgh_soa_blocked` — SoA, register-blocked: per x-plane the 16 coefficients of a spline are
+  reduced over z and y in registers before touching the outputs (4 read-modify-write passes over
+  the 10 streams instead of 16), with FMA contraction; ``blocked=True`` in evaluate_vgh/Workload.
 
 :func:`evaluate_vgh` is the friendly entry point for many positions; it returns one canonical
 form whatever the layout: ``value (P, N)``, ``grad (P, N, 3)``, ``hess (P, N, 3, 3)``, float64.
@@ -40,7 +43,7 @@ from numba import njit, prange
 
 __all__ = [
     "BsplineInputs", "SIZES", "STREAMS", "FLOAT32_RTOL", "make_inputs", "prefactors",
-    "basis", "reference", "vgh_aos", "vgh_soa", "vgh_aosoa", "to_aosoa", "soa_to_canonical",
+    "basis", "reference", "vgh_aos", "vgh_soa", "vgh_soa_blocked", "vgh_aosoa", "to_aosoa", "soa_to_canonical",
     "aos_to_soa", "evaluate_vgh", "validate", "walker_tiles", "traffic_per_eval",
     "flops_per_eval", "stream_stride", "new_output", "ndbspline_of", "ndbspline_vgh", "Workload",
     "BENCHMARK", "run_benchmark", "tile_sweep", "layout_throughputs", "time_interleaved", "thread_scaling", "TILE_TOLERANCE", "TILE_CHOICES", "CHECKS",
@@ -437,6 +440,100 @@ def _batch_tiles(tcoefs, idx, pref, out):
         _tile_vgh(tcoefs, m, idx, pref, p, out, p)
 
 
+@njit(cache=True, fastmath=True, inline="always")
+def _zcol(tcoefs, m, ix, iy, ks, n, zw):
+    # one grid column (ix, iy): the z-sums Σ_k b_k P, Σ_k b'_k P, Σ_k b''_k P at spline n
+    p0 = tcoefs[m, ix, iy, ks[0], n]
+    p1 = tcoefs[m, ix, iy, ks[1], n]
+    p2 = tcoefs[m, ix, iy, ks[2], n]
+    p3 = tcoefs[m, ix, iy, ks[3], n]
+    vz = zw[0] * p0 + zw[1] * p1 + zw[2] * p2 + zw[3] * p3
+    dz = zw[4] * p0 + zw[5] * p1 + zw[6] * p2 + zw[7] * p3
+    d2z = zw[8] * p0 + zw[9] * p1 + zw[10] * p2 + zw[11] * p3
+    return vz, dz, d2z
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _yplane(tcoefs, m, ix, iys, ks, n, zw, yw):
+    # one x-plane ix: the six (y, z) sums s_ab = Σ_j ∂^a b_j Σ_k ∂^b c_k P[ix, iy_j, k], a + b ≤ 2,
+    # kept in registers (16 coefficients in, 6 numbers out)
+    vz, dz, d2z = _zcol(tcoefs, m, ix, iys[0], ks, n, zw)
+    s00, s10, s20 = yw[0] * vz, yw[4] * vz, yw[8] * vz
+    s01, s11, s02 = yw[0] * dz, yw[4] * dz, yw[0] * d2z
+    vz, dz, d2z = _zcol(tcoefs, m, ix, iys[1], ks, n, zw)
+    s00, s10, s20 = s00 + yw[1] * vz, s10 + yw[5] * vz, s20 + yw[9] * vz
+    s01, s11, s02 = s01 + yw[1] * dz, s11 + yw[5] * dz, s02 + yw[1] * d2z
+    vz, dz, d2z = _zcol(tcoefs, m, ix, iys[2], ks, n, zw)
+    s00, s10, s20 = s00 + yw[2] * vz, s10 + yw[6] * vz, s20 + yw[10] * vz
+    s01, s11, s02 = s01 + yw[2] * dz, s11 + yw[6] * dz, s02 + yw[2] * d2z
+    vz, dz, d2z = _zcol(tcoefs, m, ix, iys[3], ks, n, zw)
+    s00, s10, s20 = s00 + yw[3] * vz, s10 + yw[7] * vz, s20 + yw[11] * vz
+    s01, s11, s02 = s01 + yw[3] * dz, s11 + yw[7] * dz, s02 + yw[3] * d2z
+    return s00, s10, s20, s01, s11, s02
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _tile_vgh_blocked(tcoefs, m, idx, pref, p, out, q):
+    # like _tile_vgh, register-blocked: per x-plane (4 of them) and spline n, the 16 coefficients
+    # are reduced over z and y in registers, and only then added to the 10 output streams —
+    # 4 read-modify-write passes over the outputs instead of 16 (one per grid column).
+    Nb = tcoefs.shape[4]
+    ks = (idx[p, 2, 0], idx[p, 2, 1], idx[p, 2, 2], idx[p, 2, 3])
+    iys = (idx[p, 1, 0], idx[p, 1, 1], idx[p, 1, 2], idx[p, 1, 3])
+    zw = (pref[p, 2, 0, 0], pref[p, 2, 0, 1], pref[p, 2, 0, 2], pref[p, 2, 0, 3],
+          pref[p, 2, 1, 0], pref[p, 2, 1, 1], pref[p, 2, 1, 2], pref[p, 2, 1, 3],
+          pref[p, 2, 2, 0], pref[p, 2, 2, 1], pref[p, 2, 2, 2], pref[p, 2, 2, 3])
+    yw = (pref[p, 1, 0, 0], pref[p, 1, 0, 1], pref[p, 1, 0, 2], pref[p, 1, 0, 3],
+          pref[p, 1, 1, 0], pref[p, 1, 1, 1], pref[p, 1, 1, 2], pref[p, 1, 1, 3],
+          pref[p, 1, 2, 0], pref[p, 1, 2, 1], pref[p, 1, 2, 2], pref[p, 1, 2, 3])
+    for s in range(10):
+        for n in range(Nb):
+            out[q, m, s, n] = 0.0
+    for i in range(4):
+        ix = idx[p, 0, i]
+        a, da, d2a = pref[p, 0, 0, i], pref[p, 0, 1, i], pref[p, 0, 2, i]
+        for n in range(Nb):
+            s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, n, zw, yw)
+            out[q, m, 0, n] += a * s00
+            out[q, m, 1, n] += da * s00
+            out[q, m, 2, n] += a * s10
+            out[q, m, 3, n] += a * s01
+            out[q, m, 4, n] += d2a * s00
+            out[q, m, 5, n] += da * s10
+            out[q, m, 6, n] += da * s01
+            out[q, m, 7, n] += a * s20
+            out[q, m, 8, n] += a * s11
+            out[q, m, 9, n] += a * s02
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _batch_tiles_blocked(tcoefs, idx, pref, out):
+    # as _batch_tiles with the register-blocked tile kernel (fastmath: FMA contraction)
+    M = tcoefs.shape[0]
+    P = idx.shape[0]
+    for t in prange(P * M):
+        p = t // M
+        m = t - p * M
+        _tile_vgh_blocked(tcoefs, m, idx, pref, p, out, p)
+
+
+def vgh_soa_blocked(coefs, idx, pref, out):
+    """SoA VGH at one position, register-blocked per x-plane: same ``out (10, ≥N)`` as vgh_soa."""
+    coefs = _check_coefs(coefs)
+    out = np.asarray(out)
+    if out.ndim != 2 or out.shape[0] != 10 or out.shape[1] < coefs.shape[3]:
+        raise ValueError(f"out must have shape (10, ≥N) with N = {coefs.shape[3]}, got {out.shape}; "
+                         "make it with labkit.bspline.new_output(N)")
+    if out.dtype != coefs.dtype or not out.flags.c_contiguous:
+        raise TypeError(f"out must be C-contiguous {coefs.dtype} like the coefficients, got "
+                        f"{out.dtype}; make it with new_output(N, dtype=coefs.dtype)")
+    # through the prange kernel: only inside a prange body does numba mark the arrays noalias,
+    # without which LLVM does not vectorise this loop (overlap checks on ~30 pointers)
+    _batch_tiles_blocked(coefs.reshape((1,) + coefs.shape), np.asarray(idx).reshape(1, 3, 4),
+                         np.asarray(pref, dtype=coefs.dtype).reshape(1, 3, 3, 4),
+                         out.reshape((1, 1) + out.shape))
+
+
 @njit(cache=True, parallel=True)
 def _batch_aos(coefs, idx, pref, v, g, h):
     # walkers in parallel, AoS outputs (P, N), (P, N, 3), (P, N, 3, 3)
@@ -550,13 +647,19 @@ def _threads(threads):
 
 
 def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, blocked: bool = False):
     """VGH of all N splines at every position → ``(value (P, N), grad (P, N, 3),
-    hess (P, N, 3, 3))`` float64, whatever the layout ("aos", "soa", "aosoa" with ``tile``)."""
+    hess (P, N, 3, 3))`` float64, whatever the layout ("aos", "soa", "aosoa" with ``tile``);
+    ``blocked=True`` uses the register-blocked SoA/AoSoA kernel (same results)."""
     coefs, lengths = _unpack(spline_or_coefs)
     if layout not in ("aos", "soa", "aosoa"):
         raise ValueError(f"layout must be 'aos', 'soa' or 'aosoa', got {layout!r}")
     N = coefs.shape[3]
+    if not isinstance(blocked, (bool, np.bool_)):
+        raise TypeError(f"blocked must be True or False, got {blocked!r}")
+    if blocked and layout == "aos":
+        raise ValueError("blocked=True needs layout='soa' or 'aosoa' (the AoS kernel has no "
+                         "register-blocked version)")
     if layout == "aosoa":
         if tile is None:
             raise ValueError("layout='aosoa' needs tile=Nb (splines per tile), e.g. tile=64")
@@ -581,7 +684,7 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
             tc = to_aosoa(coefs, tile)
         M, Nb = tc.shape[0], tc.shape[4]
         out = aligned_empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)
-        _batch_tiles(tc, idx, pref, out)
+        (_batch_tiles_blocked if blocked else _batch_tiles)(tc, idx, pref, out)
     soa = np.moveaxis(out[..., :Nb], 1, 2).reshape(P, 10, M * Nb)[:, :, :N]
     return soa_to_canonical(soa)
 
@@ -669,8 +772,11 @@ class Workload:
     same few positions would re-read the same coefficients, which then sit in cache."""
 
     def __init__(self, inputs: BsplineInputs, layout: str, tile: int | None = None,
-                 threads: int = 1, walker: bool = False, batch: int | None = None):
+                 threads: int = 1, walker: bool = False, batch: int | None = None,
+                 blocked: bool = False):
         self.inputs, self.layout, self.threads, self.walker = inputs, layout, threads, walker
+        if blocked and (layout == "aos" or walker):
+            raise ValueError("blocked=True is for layout 'soa'/'aosoa' over positions (walker=False)")
         coefs = inputs.coefs
         self.idx, self.pref = prefactors(inputs.positions, inputs.grid, inputs.lengths,
                                          dtype=coefs.dtype)
@@ -690,7 +796,8 @@ class Workload:
             self.outs = (aligned_empty((q, tc.shape[0], 10,
                                         stream_stride(tc.shape[4], coefs.dtype)), coefs.dtype),)
             self.data = (tc,)
-            self.kernel = _walker_tiles if walker else _batch_tiles
+            self.kernel = (_walker_tiles if walker else
+                           _batch_tiles_blocked if blocked else _batch_tiles)
         self.work = B * N
 
     @property
@@ -777,7 +884,8 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
     g = "×".join(map(str, x.grid))
     results["layouts, cache-resident grid"] = bench.compare(
         {"aos": Workload(x, "aos"), "soa": Workload(x, "soa"),
-         "aosoa Nb=64": Workload(x, "aosoa", tile=64)},
+         "aosoa Nb=64": Workload(x, "aosoa", tile=64),
+         "soa blocked": Workload(x, "soa", blocked=True)},
         (), baseline="aos", work=x.n * len(x.positions),
         label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread", **kw)
     del x
@@ -789,7 +897,8 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
     sci = _ScipyWorkload(x, batch=B)
     results["layouts, seed grid"] = bench.compare(
         {"scipy NdBSpline": sci, "aos": Workload(x, "aos", batch=B),
-         "soa": Workload(x, "soa", batch=B)},
+         "soa": Workload(x, "soa", batch=B),
+         "soa blocked": Workload(x, "soa", batch=B, blocked=True)},
         (), baseline="scipy NdBSpline", work=x.n * B,
         label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread, {B} new positions "
               "per call", **kw)
@@ -798,7 +907,9 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
     c32[...] = x.coefs
     x32 = BsplineInputs(coefs=c32, positions=x.positions, lengths=x.lengths)
     results["precision, seed grid"] = bench.compare(
-        {"soa float64": Workload(x, "soa", batch=B), "soa float32": Workload(x32, "soa", batch=B)},
+        {"soa float64": Workload(x, "soa", batch=B), "soa float32": Workload(x32, "soa", batch=B),
+         "soa blocked float64": Workload(x, "soa", batch=B, blocked=True),
+         "soa blocked float32": Workload(x32, "soa", batch=B, blocked=True)},
         (), baseline="soa float64", work=x.n * B,
         label=f"{g} grid, N={x.n}, 1 thread: half the bytes per coefficient "
               f"(float32 agrees to {FLOAT32_RTOL:g} relative)", **kw)
@@ -806,7 +917,8 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
 
     x = make_inputs(sz["scipy_small"])
     results["scipy, small problem"] = bench.compare(
-        {"scipy NdBSpline": _ScipyWorkload(x), "soa": Workload(x, "soa")},
+        {"scipy NdBSpline": _ScipyWorkload(x), "soa": Workload(x, "soa"),
+         "soa blocked": Workload(x, "soa", blocked=True)},
         (), baseline="scipy NdBSpline", work=x.n * len(x.positions),
         label=f"{'×'.join(map(str, x.grid))} grid, N={x.n}, 1 thread", **kw)
     del x

@@ -344,3 +344,50 @@ def test_aligned_buffers():
     x = bs.make_inputs("tiny")
     assert x.coefs.ctypes.data % 64 == 0 and x.tiled(8).ctypes.data % 64 == 0
     assert bs.new_output(24, "soa").ctypes.data % 64 == 0
+
+
+# ------------------------------------------------------------------ register-blocked kernel
+@pytest.mark.parametrize("layout,tile", [("soa", None), ("aosoa", 8), ("aosoa", 5), ("aosoa", 100)])
+def test_blocked_matches_reference_and_ndbspline(inp, ref, layout, tile):
+    got = bs.evaluate_vgh(inp, inp.positions, layout=layout, tile=tile, blocked=True)
+    bs.validate(got, ref, rtol=1e-12)
+    bs.validate(got, _oracle(inp.coefs, inp.lengths, inp.positions), rtol=1e-10)
+
+
+def test_blocked_float32_within_documented_tolerance():
+    x = bs.make_inputs({"grid": (8, 9, 10), "n": 40, "positions": 12, "dtype": "float32"}, seed=5)
+    got = bs.evaluate_vgh(x, x.positions, layout="soa", blocked=True)
+    bs.validate(got, bs.reference(x), rtol=bs.FLOAT32_RTOL)
+
+
+def test_vgh_soa_blocked_single_position(inp, ref):
+    idx, pref = bs.prefactors(inp.positions, inp.grid, inp.lengths)
+    out = bs.new_output(inp.n, "soa")
+    out[:] = np.nan                              # must overwrite, not add to, old values
+    bs.vgh_soa_blocked(inp.coefs, idx[4], pref[4], out)
+    bs.validate(bs.soa_to_canonical(out[:, :inp.n][None]), tuple(r[4:5] for r in ref), rtol=1e-12)
+    with pytest.raises(ValueError, match="new_output"):
+        bs.vgh_soa_blocked(inp.coefs, idx[4], pref[4], np.zeros((10, 3)))
+    with pytest.raises(TypeError, match="dtype"):
+        bs.vgh_soa_blocked(inp.coefs, idx[4], pref[4], np.zeros((10, inp.n), np.float32))
+
+
+def test_blocked_bad_arguments(inp):
+    with pytest.raises(ValueError, match="layout='soa' or 'aosoa'"):
+        bs.evaluate_vgh(inp, inp.positions, layout="aos", blocked=True)
+    with pytest.raises(TypeError, match="blocked"):
+        bs.evaluate_vgh(inp, inp.positions, blocked="yes")
+    with pytest.raises(ValueError, match="blocked"):
+        bs.Workload(inp, "soa", walker=True, blocked=True)
+
+
+def test_blocked_kernel_vectorises():
+    from numba import typeof
+
+    from labkit import inspect as li
+    x = bs.make_inputs("tiny")
+    idx, pref = bs.prefactors(x.positions, x.grid)
+    args = (x.coefs.reshape((1,) + x.coefs.shape), idx, pref, np.zeros((8, 1, 10, 24)))
+    bs._batch_tiles_blocked(*args)
+    rep = li.vector_report(bs._batch_tiles_blocked, tuple(typeof(a) for a in args))
+    assert "zmm" in rep.summary() or "ymm" in rep.summary(), rep.summary()
