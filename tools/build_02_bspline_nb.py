@@ -121,6 +121,22 @@ for name, fn in (("AoS", bs.vgh_aos), ("SoA", bs.vgh_soa)):
           f"{scalar} scalar (…sd), {zmm} on 512-bit zmm (…pd)")
 """, ignore_output=True),
     md("""
+The instruction counts say *what* LLVM did; `lk.remarks` asks the loop vectoriser *why*. It
+recompiles the function with LLVM's vectoriser remarks switched on and lists each loop's verdict
+with its source line: ✔ with the vector width, or ✘ with LLVM's reason (if it gives one).
+"""),
+    code("""
+print(lk.remarks(bs.vgh_aos))
+print(lk.remarks(bs.vgh_soa))
+""", ignore_output=True),
+    md("""
+The hot AoS loop, `for n in range(N)`, is ✘ with no legality reason — no dependence, no call
+blocks it; LLVM simply declined, which is what its cost model does when 8-wide gathers and
+scatters at strides of 3 and 9 doubles cost more than they save — while the same loop in SoA is
+✔ at width 8. (The other ✘ in `vgh_aos` is the zero-fill loop, which LLVM turned into a `memset`
+call.)
+"""),
+    md("""
 On an AVX-512 machine the SoA loop runs on 512-bit `zmm` registers (`vfmadd…pd`, 8 doubles per
 instruction) while AoS stays at scalar `vfmadd…sd`, one spline at a time. (SoA's scalar FMAs are
 the remainder loop for the last N mod 8 splines, and the x·y weights.)
@@ -488,6 +504,10 @@ DRAM, this machine is memory-bound and tiles only fragment the coefficient reads
   is promoted to float64. Tolerance: `bs.FLOAT32_RTOL` relative to each quantity's size.
 - **Fewer output passes**: combine the 4 y-columns in registers before touching the outputs
   (4 passes instead of 16), or all 64 points (outputs written once). Which layout wins then?
+  labkit's version of the first is `bs.vgh_soa_blocked` (`bs.evaluate_vgh(..., blocked=True)`,
+  with FMA contraction); `labkit bench bspline` measures it against SoA and scipy's `NdBSpline`.
+  Writing the outputs only once was slower here: with N = 512 the 64 coefficient rows in flight
+  are each exactly 4 KiB apart and all compete for the same L1 set.
 - **Tile-major order**: iterate tiles outside positions so a tile's slice of the table is reused
   across many positions — the seed's Broadwell effect needs P ≫ grid points / 64.
 - `labkit bench bspline` runs the lab's full benchmark (layouts on both grids, scipy's
