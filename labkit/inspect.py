@@ -921,6 +921,11 @@ def diff(a, b, *, kind: str = "asm", names: tuple | None = None, signature=None)
 
 # (substring of LLVM's remark text, plain-language explanation, usual fix)
 EXPLANATIONS: list[tuple[str, str, str]] = [
+    ("no reason given by LLVM",
+     "The loop was legal to vectorise, but LLVM's cost model judged vector code no faster — "
+     "typically strided or scattered loads and stores (e.g. an array-of-structures layout).",
+     "Make the inner loop walk contiguous memory (structure-of-arrays, transpose), then compare "
+     "vector_report before and after."),
     ("cannot prove it is safe to reorder floating-point operations",
      "A floating-point reduction (s += x) must add in source order: vectorising would add in a "
      "different order and could change the rounding.",
