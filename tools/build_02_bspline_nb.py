@@ -508,6 +508,13 @@ DRAM, this machine is memory-bound and tiles only fragment the coefficient reads
   with FMA contraction); `labkit bench bspline` measures it against SoA and scipy's `NdBSpline`.
   Writing the outputs only once was slower here: with N = 512 the 64 coefficient rows in flight
   are each exactly 4 KiB apart and all compete for the same L1 set.
+- **The oracle and the cache**: `NdBSpline` computes VGH in 10 passes over the coefficients,
+  one per derivative. Called on 256 positions at once, every pass streams the rows from DRAM
+  again (≈ 1.9 M VGH/s here); on 16 positions per call the rows of the chunk (64·N·8 bytes per
+  position) are still in L2/L3 for passes 2…10 and it runs ≈ 2.5× faster. Predict the best
+  chunk from `hw["l2"]` and `hw["l3"]`, time `bs.ndbspline_vgh` on chunks of the seed grid's
+  positions, and compare with labkit's one-pass kernels — `labkit bench bspline` shows both
+  (float64 blocked: ≈ 17× the whole-batch call, ≈ 7× the best chunking; float32 ≈ 25× and 10×).
 - **Tile-major order**: iterate tiles outside positions so a tile's slice of the table is reused
   across many positions — the seed's Broadwell effect needs P ≫ grid points / 64.
 - `labkit bench bspline` runs the lab's full benchmark (layouts on both grids, scipy's
