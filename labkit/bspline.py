@@ -45,7 +45,8 @@ __all__ = [
     "BsplineInputs", "SIZES", "STREAMS", "FLOAT32_RTOL", "make_inputs", "prefactors",
     "basis", "reference", "vgh_aos", "vgh_soa", "vgh_soa_blocked", "vgh_aosoa", "to_aosoa", "soa_to_canonical",
     "aos_to_soa", "evaluate_vgh", "validate", "walker_tiles", "traffic_per_eval",
-    "flops_per_eval", "stream_stride", "new_output", "ndbspline_of", "ndbspline_vgh", "Workload",
+    "flops_per_eval", "stream_stride", "new_output", "ndbspline_of", "ndbspline_vgh",
+    "ndbspline_chunk_sweep", "Workload",
     "BENCHMARK", "run_benchmark", "tile_sweep", "layout_throughputs", "time_interleaved", "thread_scaling", "TILE_TOLERANCE", "TILE_CHOICES", "CHECKS",
     "measure_bandwidth", "measure_fma_rate", "ALIGN", "aligned_empty", "aligned_zeros",
 ]
@@ -1035,6 +1036,34 @@ def thread_scaling(size=None, tile: int = 256, repeat: int = 15) -> dict:
         secs = time_interleaved(runs, clock="wall", stat="min", repeat=repeat, min_time=0.01)
         out[name] = secs[1] / secs[2]
     return out
+
+
+def ndbspline_chunk_sweep(inputs: BsplineInputs, chunks=(1, 2, 4, 8, 16, 32, 64, 256),
+                          batch: int = 256, repeat: int = 3, min_time: float = 0.05) -> dict:
+    """How fast NdBSpline computes VGH when handed ``chunk`` positions per call, for each chunk
+    (one thread, CPU time, interleaved), beside labkit's register-blocked SoA kernel on the same
+    ``batch`` positions per call. Returns ``{"chunks": [...], "scipy": [VGH/s, ...],
+    "soa blocked": VGH/s, "bytes_per_position": 64·N·itemsize}``.
+
+    NdBSpline makes one pass over every position's 64 coefficient rows per derivative (10 for
+    VGH): when a chunk's rows still sit in L2/L3 for passes 2…10 it runs several times faster."""
+    if not isinstance(inputs, BsplineInputs):
+        raise TypeError(f"inputs must be BsplineInputs (from make_inputs), got {type(inputs).__name__}")
+    P = len(inputs.positions)
+    batch = int(batch)
+    if not 1 <= batch <= P:
+        raise ValueError(f"batch must be in 1..{P} (the number of positions), got {batch}")
+    cs = sorted({int(c) for c in chunks})
+    if not cs or cs[0] < 1 or cs[-1] > batch:
+        raise ValueError(f"chunks must be positive and ≤ batch = {batch}, got {tuple(chunks)}")
+    spline = ndbspline_of(inputs)
+    funcs = {c: _ScipyWorkload(inputs, batch=batch, chunk=c, spline=spline) for c in cs}
+    funcs["soa blocked"] = Workload(inputs, "soa", batch=batch, blocked=True)
+    secs = time_interleaved(funcs, clock="cpu", repeat=repeat, min_time=min_time)
+    work = batch * inputs.n
+    return {"chunks": cs, "scipy": [work / secs[c] for c in cs],
+            "soa blocked": work / secs["soa blocked"],
+            "bytes_per_position": 64 * inputs.n * inputs.coefs.dtype.itemsize}
 
 
 def tile_sweep(inputs: BsplineInputs, tiles=(16, 32, 64, 128, 256, 512), threads: int = 1,

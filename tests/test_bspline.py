@@ -295,6 +295,31 @@ def test_run_benchmark_small():
 
 
 # ------------------------------------------------------------------ timing helpers
+def test_scipy_workload_chunks_cover_the_batch():
+    x = bs.make_inputs({"grid": (6, 6, 6), "n": 8, "positions": 12})
+    w = bs._ScipyWorkload(x, batch=6, chunk=4)
+    parts = w()                                  # positions 0..5 in chunks of 4 and 2
+    assert [len(p[0]) for p in parts] == [4, 2]
+    whole = bs.ndbspline_vgh(w.spline, w.pos[:6])
+    for k in range(10):
+        np.testing.assert_allclose(np.concatenate([p[k] for p in parts]), whole[k], rtol=1e-12)
+    assert len(w()[0][0]) == 4 and w.step == 2   # the next call: positions 6..11
+
+
+def test_ndbspline_chunk_sweep_structure_and_errors():
+    x = bs.make_inputs({"grid": (6, 6, 6), "n": 8, "positions": 16})
+    sw = bs.ndbspline_chunk_sweep(x, chunks=(4, 1, 4), batch=8, repeat=1, min_time=0.0)
+    assert sw["chunks"] == [1, 4] and len(sw["scipy"]) == 2
+    assert all(v > 0 for v in sw["scipy"]) and sw["soa blocked"] > 0
+    assert sw["bytes_per_position"] == 64 * 8 * 8
+    with pytest.raises(ValueError, match="chunks"):
+        bs.ndbspline_chunk_sweep(x, chunks=(16,), batch=8)
+    with pytest.raises(ValueError, match="batch"):
+        bs.ndbspline_chunk_sweep(x, batch=100)
+    with pytest.raises(TypeError, match="BsplineInputs"):
+        bs.ndbspline_chunk_sweep(x.coefs)
+
+
 def test_workload_rotates_through_positions():
     x = bs.make_inputs({"grid": (6, 6, 6), "n": 16, "positions": 10})
     w = bs.Workload(x, "soa", batch=4)
