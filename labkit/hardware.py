@@ -17,7 +17,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-__all__ = ["HardwareInfo", "info", "has", "summary", "doctor", "FEATURES", "MEANING", "main"]
+__all__ = ["HardwareInfo", "info", "has", "summary", "doctor", "measure_bandwidth",
+           "measure_fma_rate", "FEATURES", "MEANING", "main"]
 
 # ISA features that matter for the labs, in the spelling of /proc/cpuinfo.
 FEATURES = ("sse4_2", "popcnt", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
@@ -371,6 +372,28 @@ def summary() -> str:
 
 # --------------------------------------------------------------------------- doctor
 
+def measure_bandwidth(mib: int = 96, repeat: int = 7) -> float:
+    """Single-thread memory bandwidth in GB/s from a STREAM-style triad ``a = b + s·c`` on
+    arrays far beyond the last-level cache (3 arrays × 8 bytes per element; best of repeats,
+    as STREAM reports, since a shared machine only ever slows a run down)."""
+    if isinstance(mib, bool) or not isinstance(mib, int) or mib < 1:
+        raise ValueError(f"mib must be a positive int (MiB per array), got {mib!r}")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat must be a positive int, got {repeat!r}")
+    from labkit import _limits
+
+    return _limits.bandwidth(mib, repeat)
+
+
+def measure_fma_rate(repeat: int = 7) -> float:
+    """Single-thread double-precision FMA throughput in GFLOP/s (FMA = 2 FLOP; best of repeats)."""
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat must be a positive int, got {repeat!r}")
+    from labkit import _limits
+
+    return _limits.fma_rate(repeat)
+
+
 def _smoke_kernel():
     from ._doctor_kernel import parallel_sum
     return parallel_sum
@@ -416,6 +439,9 @@ def doctor(argv: Sequence[str] | None = None) -> int:
         argv = argv[1:]
     p = argparse.ArgumentParser(prog="labkit doctor", description="Check that labkit works on this machine.")
     p.add_argument("--no-smoke", action="store_true", help="skip the numba/Jupyter smoke tests")
+    p.add_argument("--measure", action="store_true",
+                   help="also measure one core's memory bandwidth and FMA rate (a few seconds): "
+                        "the two roofs of a roofline")
     ns = p.parse_args(argv)
 
     hw = info()
@@ -424,6 +450,10 @@ def doctor(argv: Sequence[str] | None = None) -> int:
     if missing and hw.machine in ("x86_64", "AMD64"):
         print("  (missing features: the labs still run with narrower vectors; use "
               "labkit.inspect.compile_for(fn, 'znver4') to see the wider code)")
+    if ns.measure:
+        bw, peak = measure_bandwidth(), measure_fma_rate()
+        print(f"one core  {bw:.1f} GB/s memory bandwidth (triad, 96 MiB arrays), {peak:.1f} GFLOP/s "
+              f"float64 FMA; ridge at {peak / bw:.1f} FLOP/byte (best of 7)")
     if ns.no_smoke:
         return 0
 

@@ -130,3 +130,23 @@ def test_doctor_fails_with_advice(monkeypatch, capsys):
     assert hardware.doctor(["doctor"]) == 1
     out = capsys.readouterr().out
     assert "✘ cannot import ipywidgets" in out and "make install" in out and "NOT ready" in out
+
+
+def test_machine_limits_and_their_errors():
+    assert hardware.measure_bandwidth(mib=4, repeat=2) > 0
+    assert hardware.measure_fma_rate(repeat=2) > 0
+    for bad in (0, -1, 1.5, True, "4"):
+        with pytest.raises(ValueError, match="mib"):
+            hardware.measure_bandwidth(mib=bad)
+    with pytest.raises(ValueError, match="repeat"):
+        hardware.measure_fma_rate(repeat=0)
+    from labkit import bspline
+    assert bspline.measure_bandwidth is hardware.measure_bandwidth   # the notebook's names
+
+
+def test_doctor_measure(monkeypatch, capsys):
+    monkeypatch.setattr(hardware, "measure_bandwidth", lambda: 30.0)
+    monkeypatch.setattr(hardware, "measure_fma_rate", lambda: 60.0)
+    assert hardware.doctor(["--measure", "--no-smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "30.0 GB/s" in out and "60.0 GFLOP/s" in out and "ridge at 2.0 FLOP/byte" in out
