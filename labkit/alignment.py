@@ -28,6 +28,7 @@ import numpy as np
 import numba
 from numba import njit, prange
 
+from labkit._sizes import resolve_size
 from labkit.check import exercise, mismatch, rng, speed_gate, vectorized_gate
 
 __all__ = [
@@ -188,18 +189,7 @@ def make_inputs(size="small", seed: int = 0) -> AlignmentInputs:
     """Random pairs over "ACGTN": size "small" (64×100), "seed" (16×200), "large" (4096×200) or a
     dict with pairs, length, and optionally length2, min_length (lengths vary per pair) and
     alphabet (symbols used, ≤ 5)."""
-    if isinstance(size, str):
-        if size not in SIZES:
-            raise ValueError(f"size must be one of {sorted(SIZES)} or a dict, got {size!r}")
-        spec = dict(SIZES[size])
-    elif isinstance(size, dict):
-        unknown = set(size) - {"pairs", "length", "length2", "min_length", "alphabet"}
-        if unknown:
-            raise ValueError(f"unknown size keys {sorted(unknown)}; use pairs, length, length2, "
-                             f"min_length, alphabet")
-        spec = {**SIZES["small"], **size}
-    else:
-        raise TypeError(f"size must be a str or a dict, got {type(size).__name__}")
+    spec = resolve_size(size, SIZES, ("pairs", "length", "length2", "min_length", "alphabet"))
     n, L1 = int(spec["pairs"]), int(spec["length"])
     L2 = int(spec.get("length2") or L1)
     lo = spec.get("min_length")

@@ -41,6 +41,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from labkit._sizes import resolve_size
+
 __all__ = [
     "BsplineInputs", "SIZES", "STREAMS", "FLOAT32_RTOL", "make_inputs", "prefactors",
     "basis", "reference", "vgh_aos", "vgh_soa", "vgh_soa_blocked", "vgh_aosoa", "to_aosoa", "soa_to_canonical",
@@ -131,20 +133,7 @@ class BsplineInputs:
 def make_inputs(size="small", seed: int = 0) -> BsplineInputs:
     """Random spline coefficients and positions: ``size`` is a name in SIZES or a dict
     ``{"grid": (nx, ny, nz), "n": N, "positions": P, "dtype": "float64", "lengths": (Lx, Ly, Lz)}``."""
-    if isinstance(size, str):
-        if size not in SIZES:
-            raise ValueError(f"unknown size {size!r}; use one of {sorted(SIZES)} or a dict "
-                             "like {'grid': (12, 12, 12), 'n': 128, 'positions': 64}")
-        spec = dict(SIZES[size])
-    elif isinstance(size, dict):
-        unknown = set(size) - {"grid", "n", "positions", "dtype", "lengths"}
-        if unknown:
-            raise ValueError(f"unknown keys {sorted(unknown)} in size; allowed: grid, n, "
-                             "positions, dtype, lengths")
-        spec = dict(SIZES["small"])
-        spec.update(size)
-    else:
-        raise TypeError(f"size must be a name {sorted(SIZES)} or a dict, not {type(size).__name__}")
+    spec = resolve_size(size, SIZES, ("grid", "n", "positions", "dtype", "lengths"))
     grid = tuple(int(g) for g in spec["grid"])
     if len(grid) != 3 or min(grid) < 1:
         raise ValueError(f"grid must be three positive sizes (nx, ny, nz), got {spec['grid']}")

@@ -32,6 +32,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from labkit._sizes import resolve_size
+
 __all__ = [
     "MAX_ORDER", "Encoded", "EpistasisInputs", "encode", "make_inputs", "reference",
     "reference_counts", "reference_mi", "reference_search", "validate", "search",
@@ -1133,20 +1135,8 @@ _SIZES = {
 
 def make_inputs(size="small", seed: int = 0) -> EpistasisInputs:
     """Random case/control data: size "small" | "seed" | "large" | dict(snps, individuals, order, top, planted, penetrance)."""
-    if isinstance(size, str):
-        if size not in _SIZES:
-            raise ValueError(f"size must be one of {sorted(_SIZES)} or a dict; got {size!r}")
-        spec = dict(_SIZES[size])
-    elif isinstance(size, dict):
-        spec = dict(_SIZES["small"])
-        unknown = set(size) - {"snps", "individuals", "order", "top", "planted", "penetrance",
-                               "maf"}
-        if unknown:
-            raise ValueError(f"unknown size keys {sorted(unknown)}; use snps, individuals, order, "
-                             "top, planted, penetrance, maf")
-        spec.update(size)
-    else:
-        raise TypeError(f"size must be a str or a dict; got {type(size).__name__}")
+    spec = resolve_size(size, _SIZES, ("snps", "individuals", "order", "top", "planted",
+                                       "penetrance", "maf"))
     rng = np.random.default_rng(seed)
     n, m = int(spec["snps"]), int(spec["individuals"])
     lo, hi = spec.get("maf", (0.1, 0.5))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from labkit._sizes import resolve_size
 from labkit.check import exercise, mismatch, rng, speed_gate, vectorized_gate, CheckFailure
 
 __all__ = [
@@ -45,14 +46,7 @@ class Inputs:
 
 def make_inputs(size="small", seed: int = 0) -> Inputs:
     """Random inputs for lesson 00: ``size`` is "small" | "seed" | "large" or a dict of n/rows/cols."""
-    if isinstance(size, str):
-        if size not in SIZES:
-            raise ValueError(f"size must be one of {sorted(SIZES)} or a dict, got {size!r}")
-        spec = SIZES[size]
-    elif isinstance(size, dict):
-        spec = {**SIZES["small"], **size}
-    else:
-        raise TypeError(f"size must be a str or dict, got {type(size).__name__}")
+    spec = resolve_size(size, SIZES, ("n", "rows", "cols"))
     if min(spec["n"], spec["rows"], spec["cols"]) < 1:
         raise ValueError(f"sizes must be ≥ 1, got {spec}")
     g = np.random.default_rng(seed)

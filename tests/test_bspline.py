@@ -216,7 +216,7 @@ def test_make_inputs_errors_and_sizes():
     assert "N=24" in repr(x)
     with pytest.raises(ValueError, match="unknown size"):
         bs.make_inputs("huge")
-    with pytest.raises(ValueError, match="unknown keys"):
+    with pytest.raises(ValueError, match="unknown size keys"):
         bs.make_inputs({"gird": (4, 4, 4)})
     with pytest.raises(TypeError):
         bs.make_inputs(3)

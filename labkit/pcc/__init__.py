@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from labkit._sizes import resolve_size
+
 from .kernels import (KBLOCK, extract_pairs, pcc_naive, pcc_tiled, pcc_tiles_cyclic,
                       pcc_tiles_dynamic, pcc_tiles_rows, pcc_tiles_static, pcc_transformed,
                       standardize, tiles_to_buffer)
@@ -73,18 +75,7 @@ class PCCInputs:
 
 def make_inputs(size="small", seed=0) -> PCCInputs:
     """Random expression-like data in [0, 1] (as the seed) with a few planted correlated pairs."""
-    if isinstance(size, str):
-        if size not in SIZES:
-            raise ValueError(f"size {size!r} unknown; use one of {list(SIZES)} or a dict "
-                             "like {'n': 500, 'l': 200}")
-        spec = dict(SIZES[size])
-    elif isinstance(size, dict):
-        unknown = set(size) - {"n", "l", "tile", "threshold", "planted"}
-        if unknown:
-            raise ValueError(f"unknown size keys {sorted(unknown)}; use n, l, tile, threshold, planted")
-        spec = dict(size)
-    else:
-        raise TypeError(f"size must be a name or a dict, got {type(size).__name__}")
+    spec = resolve_size(size, SIZES, ("n", "l", "tile", "threshold", "planted"), base=None)
     n, l = int(spec.get("n", 400)), int(spec.get("l", 300))
     if n < 1 or l < 2:
         raise ValueError(f"need n ≥ 1 variables and l ≥ 2 samples, got n={n}, l={l}")
