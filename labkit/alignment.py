@@ -804,44 +804,14 @@ BENCHMARK = {
 }
 
 
-def _cpu_seconds() -> float:
-    """Process CPU time (user + system, all threads)."""
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float = 0.1,
                 label: str | None = None, baseline: str | None = None):
-    """Like ``bench.compare`` for zero-argument functions, but timing *process CPU seconds* per
-    call (interleaved repeats): robust to other jobs sharing the cores."""
+    """``bench.compare`` of zero-argument functions in *process CPU seconds* per call
+    (interleaved repeats, ``clock="cpu"``): robust to other jobs sharing the cores."""
     from labkit import bench
 
-    names = list(functions)
-    compile_s, loops, times = {}, {}, {n: [] for n in names}
-    for n, f in functions.items():
-        c0 = _cpu_seconds()
-        f()
-        compile_s[n] = _cpu_seconds() - c0
-        c0 = _cpu_seconds()
-        f()
-        one = max(_cpu_seconds() - c0, 1e-4)
-        loops[n] = max(1, int(min_cpu / one))
-    for _ in range(repeat):
-        for n, f in functions.items():
-            c0 = _cpu_seconds()
-            for _ in range(loops[n]):
-                f()
-            times[n].append((_cpu_seconds() - c0) / loops[n])
-    rows = []
-    for n in names:
-        q1, med, q3 = (float(np.percentile(times[n], q)) for q in (25, 50, 75))
-        rows.append({"name": n, "compile_s": compile_s[n], "median_s": med, "q1_s": q1, "q3_s": q3,
-                     "spread": (q3 - q1) / med if med > 0 else float("nan"),
-                     "throughput": work / med if med > 0 else float("inf"), "loops": loops[n]})
-    return bench.BenchResult(rows, baseline=baseline or names[0], unit="alignments", label=label,
-                             repeat=repeat, min_time=min_cpu, times=times)
+    return bench.compare(functions, (), clock="cpu", work=work, unit="alignments",
+                         repeat=repeat, min_time=min_cpu, label=label, baseline=baseline)
 
 
 def run_benchmark(size=None, repeat: int = 5):

@@ -128,26 +128,33 @@ def _resolve_args(args: Any, what: str) -> tuple:
     return args
 
 
-def _time_loops(fn: Callable, args: tuple, loops: int) -> float:
+def _now(clock: str) -> Callable[[], float]:
+    """The timer of a clock name: "wall" (elapsed) or "cpu" (this process's CPU seconds, all threads)."""
+    return _clock if clock == "wall" else time.process_time
+
+
+def _time_loops(fn: Callable, args: tuple, loops: int, clock: str = "wall") -> float:
     """Seconds for `loops` back-to-back calls, garbage collector paused."""
+    now = _now(clock)
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        t0 = _clock()
+        t0 = now()
         for _ in range(loops):
             fn(*args)
-        return _clock() - t0
+        return now() - t0
     finally:
         if gc_was:
             gc.enable()
 
 
-def _autoscale(fn: Callable, args: tuple, min_time: float, first_s: float) -> int:
+def _autoscale(fn: Callable, args: tuple, min_time: float, first_s: float,
+               clock: str = "wall") -> int:
     """Number of loops so one repeat of `fn(*args)` lasts at least min_time seconds."""
     if first_s >= min_time and not is_jitted(fn):
         return 1  # a slow plain-Python call: its first call already was a fair measurement
     loops = 1
-    t = _time_loops(fn, args, 1)
+    t = _time_loops(fn, args, 1, clock)
     for _ in range(12):
         if t >= min_time:
             return loops
@@ -155,15 +162,17 @@ def _autoscale(fn: Callable, args: tuple, min_time: float, first_s: float) -> in
         # aim 20 % above min_time; grow at most 100× per step so one slow outlier can't explode it
         target = int(math.ceil(min_time * 1.2 / per))
         loops = max(loops + 1, min(target, loops * 100))
-        t = _time_loops(fn, args, loops)
+        t = _time_loops(fn, args, loops, clock)
     return loops
 
 
-def _first_call(name: str, fn: Callable, args: tuple, validate: Callable | None) -> float:
+def _first_call(name: str, fn: Callable, args: tuple, validate: Callable | None,
+                clock: str = "wall") -> float:
     """Time the first (JIT-compiling) call and validate its result."""
-    t0 = _clock()
+    now = _now(clock)
+    t0 = now()
     out = fn(*args)
-    compile_s = _clock() - t0
+    compile_s = now() - t0
     if validate is not None:
         try:
             ok = validate(out)
@@ -228,7 +237,7 @@ class BenchResult:
 
     def __init__(self, rows: list[dict], *, baseline: str | None = None, unit: str = "items",
                  label: str | None = None, repeat: int = 1, min_time: float = 0.0,
-                 times: dict[str, list[float]] | None = None):
+                 times: dict[str, list[float]] | None = None, clock: str = "wall"):
         if not isinstance(rows, list) or not rows or not all(
                 isinstance(r, dict) and "name" in r and "median_s" in r for r in rows):
             raise TypeError("rows must be a non-empty list of dicts with at least 'name' and 'median_s'")
@@ -252,6 +261,7 @@ class BenchResult:
         self.repeat = repeat
         self.min_time = min_time
         self.times = times or {}
+        self.clock = clock
 
     # -- access
     @property
@@ -282,7 +292,7 @@ class BenchResult:
         """Plain-data copy (JSON-serialisable): label, unit, baseline, repeat, min_time, rows, times."""
         return {
             "label": self.label, "unit": self.unit, "baseline": self.baseline,
-            "repeat": self.repeat, "min_time": self.min_time,
+            "repeat": self.repeat, "min_time": self.min_time, "clock": self.clock,
             "rows": [dict(r) for r in self.rows],
             "times": {k: list(v) for k, v in self.times.items()},
         }
@@ -305,8 +315,9 @@ class BenchResult:
     _HEAD = ["name", "first call", "median", "spread", "throughput", "ratio"]
 
     def _footer(self) -> str:
-        return (f"median of {self.repeat} interleaved repeats (≥ {format_time(self.min_time)} each); "
-                f"spread = IQR/median; ratio = time of {self.baseline} ÷ time (higher is faster)")
+        what = "process CPU seconds (all threads), " if self.clock == "cpu" else ""
+        return (f"{what}median of {self.repeat} interleaved repeats (≥ {format_time(self.min_time)} "
+                f"each); spread = IQR/median; ratio = time of {self.baseline} ÷ time (higher is faster)")
 
     def __str__(self) -> str:
         """Text table for terminals."""
@@ -396,8 +407,13 @@ def _normalise_functions(functions: Any, args: Any) -> list[tuple[str, Callable,
 
 def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | None = None,
             repeat: int = 5, min_time: float = 0.2, work: Any = None, unit: str = "items",
-            validate: Callable | None = None, label: str | None = None) -> BenchResult:
-    """Time several functions on the same inputs with interleaved repeats → BenchResult."""
+            validate: Callable | None = None, label: str | None = None,
+            clock: str = "wall") -> BenchResult:
+    """Time several functions on the same inputs with interleaved repeats → BenchResult.
+
+    ``clock="cpu"`` times this process's CPU seconds (all its threads) instead of elapsed time:
+    for one thread on a machine shared with other jobs it leaves out the moments another job
+    held the core; for several threads the ratio becomes their parallel efficiency."""
     entries = _normalise_functions(functions, args)
     names = [e[0] for e in entries]
     _check_positive("repeat", repeat, integer=True)
@@ -406,6 +422,8 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
         raise TypeError(f"unit must be a non-empty str naming the work items (e.g. 'alignments'), got {unit!r}")
     if validate is not None and not callable(validate):
         raise TypeError(f"validate must be a callable taking the result, got {type(validate).__name__}")
+    if clock not in ("wall", "cpu"):
+        raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
     if baseline is None:
         baseline = names[0]
     elif baseline not in names:
@@ -431,12 +449,12 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
         else:
             resolved.append((name, fn, _resolve_args(a, f"arguments of {name!r}")))
 
-    compile_s = {name: _first_call(name, fn, a, validate) for name, fn, a in resolved}
-    loops = {name: _autoscale(fn, a, min_time, compile_s[name]) for name, fn, a in resolved}
+    compile_s = {name: _first_call(name, fn, a, validate, clock) for name, fn, a in resolved}
+    loops = {name: _autoscale(fn, a, min_time, compile_s[name], clock) for name, fn, a in resolved}
     times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(repeat):  # interleaved: f, g, f, g, … so slow drifts hit everyone alike
         for name, fn, a in resolved:
-            times[name].append(_time_loops(fn, a, loops[name]) / loops[name])
+            times[name].append(_time_loops(fn, a, loops[name], clock) / loops[name])
 
     rows = []
     for name in names:
@@ -452,7 +470,7 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
     for r in rows:
         r["ratio"] = base_med / r["median_s"] if r["median_s"] > 0 else float("inf")
     return BenchResult(rows, baseline=baseline, unit=unit, label=label, repeat=repeat,
-                       min_time=min_time, times=times)
+                       min_time=min_time, times=times, clock=clock)
 
 
 # --------------------------------------------------------------------------- sweep

@@ -45,6 +45,16 @@ def test_compare_structure_and_ratios():
         res.median("nope")
 
 
+def test_compare_in_cpu_seconds(monkeypatch):
+    # a sleeping function costs wall time but (almost) no CPU time: the two clocks tell them apart
+    funcs = {"sleep": lambda: time.sleep(0.002), "spin": lambda: sum(range(20000))}
+    wall = bench.compare(funcs, (), repeat=2, min_time=0.01)
+    cpu = bench.compare(funcs, (), repeat=2, min_time=0.01, clock="cpu")
+    assert wall.clock == "wall" and cpu.clock == "cpu" and cpu.to_dict()["clock"] == "cpu"
+    assert cpu.median("sleep") < wall.median("sleep")
+    assert "process CPU seconds" in str(cpu) and "process CPU seconds" not in str(wall)
+
+
 def test_interleaved_order_and_first_calls():
     log = []
 
@@ -127,6 +137,7 @@ def test_args_callable_called_once_and_per_function_args():
     (dict(functions={"a": np.sum}, work={"b": 1}), ValueError, "work dict lacks"),
     (dict(functions={"a": np.sum}, unit=""), TypeError, "unit"),
     (dict(functions={"a": np.sum}, validate=3), TypeError, "validate"),
+    (dict(functions={"a": np.sum}, clock="cpu_time"), ValueError, "clock must be 'wall' or 'cpu'"),
 ])
 def test_compare_bad_input(kwargs, exc, msg):
     functions = kwargs.pop("functions")
