@@ -237,7 +237,10 @@ class BenchResult:
 
     def __init__(self, rows: list[dict], *, baseline: str | None = None, unit: str = "items",
                  label: str | None = None, repeat: int = 1, min_time: float = 0.0,
-                 times: dict[str, list[float]] | None = None, clock: str = "wall"):
+                 times: dict[str, list[float]] | None = None, clock: str = "wall",
+                 stat: str = "median"):
+        if stat not in ("median", "best"):
+            raise ValueError(f"stat must be 'median' or 'best', got {stat!r}")
         if not isinstance(rows, list) or not rows or not all(
                 isinstance(r, dict) and "name" in r and "median_s" in r for r in rows):
             raise TypeError("rows must be a non-empty list of dicts with at least 'name' and 'median_s'")
@@ -245,13 +248,17 @@ class BenchResult:
         baseline = names[0] if baseline is None else baseline
         if baseline not in names:
             raise ValueError(f"baseline {baseline!r} is not one of the rows {names}")
-        base_med = rows[names.index(baseline)]["median_s"]
         for r in rows:  # hand-made rows (e.g. scaled estimates) may leave the derived fields out
-            med = r["median_s"]
+            r.setdefault("best_s", r["median_s"])
+        key = "median_s" if stat == "median" else "best_s"
+        base_med = rows[names.index(baseline)][key]
+        for r in rows:
+            med = r[key]
             r.setdefault("compile_s", float("nan"))
             r.setdefault("q1_s", med)
             r.setdefault("q3_s", med)
-            r.setdefault("spread", (r["q3_s"] - r["q1_s"]) / med if med > 0 else float("nan"))
+            r.setdefault("spread", (r["q3_s"] - r["q1_s"]) / r["median_s"] if r["median_s"] > 0
+                         else float("nan"))
             r.setdefault("throughput", None)
             r.setdefault("ratio", base_med / med if med > 0 else float("inf"))
         self.rows = rows
@@ -262,6 +269,7 @@ class BenchResult:
         self.min_time = min_time
         self.times = times or {}
         self.clock = clock
+        self.stat = stat
 
     # -- access
     @property
@@ -279,6 +287,11 @@ class BenchResult:
         """Median seconds per call of `name`."""
         return self._row(name)["median_s"]
 
+    def time(self, name: str) -> float:
+        """Seconds per call of `name` by the result's statistic (median, or best repeat) — what
+        its throughput and ratios use."""
+        return self._row(name)["median_s" if self.stat == "median" else "best_s"]
+
     def throughput(self, name: str) -> float | None:
         """Work items per second of `name` (None if compare() had no work=)."""
         return self._row(name)["throughput"]
@@ -286,13 +299,14 @@ class BenchResult:
     def ratio(self, name: str, baseline: str | None = None) -> float:
         """Speedup of `name` over `baseline` (default: the result's baseline): >1 means faster."""
         base = self.baseline if baseline is None else baseline
-        return self.median(base) / self.median(name)
+        return self.time(base) / self.time(name)
 
     def to_dict(self) -> dict:
         """Plain-data copy (JSON-serialisable): label, unit, baseline, repeat, min_time, rows, times."""
         return {
             "label": self.label, "unit": self.unit, "baseline": self.baseline,
             "repeat": self.repeat, "min_time": self.min_time, "clock": self.clock,
+            "stat": self.stat,
             "rows": [dict(r) for r in self.rows],
             "times": {k: list(v) for k, v in self.times.items()},
         }
@@ -305,7 +319,7 @@ class BenchResult:
             out.append([
                 r["name"],
                 format_time(r["compile_s"]),
-                format_time(r["median_s"]),
+                format_time(r["median_s" if self.stat == "median" else "best_s"]),
                 f"{r['spread'] * 100:.1f} %" if math.isfinite(r["spread"]) else "–",
                 format_throughput(r["throughput"], self.unit) if r["throughput"] is not None else "–",
                 ratio,
@@ -314,15 +328,20 @@ class BenchResult:
 
     _HEAD = ["name", "first call", "median", "spread", "throughput", "ratio"]
 
+    @property
+    def _head(self) -> list[str]:
+        return [("best" if h == "median" and self.stat == "best" else h) for h in self._HEAD]
+
     def _footer(self) -> str:
         what = "process CPU seconds (all threads), " if self.clock == "cpu" else ""
-        return (f"{what}median of {self.repeat} interleaved repeats (≥ {format_time(self.min_time)} "
+        what += "median of" if self.stat == "median" else "best of"
+        return (f"{what} {self.repeat} interleaved repeats (≥ {format_time(self.min_time)} "
                 f"each); spread = IQR/median; ratio = time of {self.baseline} ÷ time (higher is faster)")
 
     def __str__(self) -> str:
         """Text table for terminals."""
         cells = self._cells()
-        head = list(self._HEAD)
+        head = list(self._head)
         has_tp = any(r["throughput"] is not None for r in self.rows)
         if not has_tp:
             head.pop(4)
@@ -350,7 +369,7 @@ class BenchResult:
     def _repr_html_(self) -> str:
         """HTML table for Jupyter, with a bar per ratio."""
         has_tp = any(r["throughput"] is not None for r in self.rows)
-        head = [h for h in self._HEAD if has_tp or h != "throughput"]
+        head = [h for h in self._head if has_tp or h != "throughput"]
         maxr = max((r["ratio"] for r in self.rows if math.isfinite(r["ratio"])), default=1.0)
         th = "".join(f"<th style='text-align:{'left' if i == 0 else 'right'};padding:2px 10px'>"
                      f"{html.escape(h)}</th>" for i, h in enumerate(head))
@@ -408,12 +427,14 @@ def _normalise_functions(functions: Any, args: Any) -> list[tuple[str, Callable,
 def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | None = None,
             repeat: int = 5, min_time: float = 0.2, work: Any = None, unit: str = "items",
             validate: Callable | None = None, label: str | None = None,
-            clock: str = "wall") -> BenchResult:
+            clock: str = "wall", stat: str = "median") -> BenchResult:
     """Time several functions on the same inputs with interleaved repeats → BenchResult.
 
     ``clock="cpu"`` times this process's CPU seconds (all its threads) instead of elapsed time:
     for one thread on a machine shared with other jobs it leaves out the moments another job
-    held the core; for several threads the ratio becomes their parallel efficiency."""
+    held the core; for several threads the ratio becomes their parallel efficiency.
+    ``stat="best"`` rates each function by its fastest repeat instead of the median (robust when
+    other jobs come and go: the best repeat is the one where all our threads had a core)."""
     entries = _normalise_functions(functions, args)
     names = [e[0] for e in entries]
     _check_positive("repeat", repeat, integer=True)
@@ -424,6 +445,8 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
         raise TypeError(f"validate must be a callable taking the result, got {type(validate).__name__}")
     if clock not in ("wall", "cpu"):
         raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
+    if stat not in ("median", "best"):
+        raise ValueError(f"stat must be 'median' or 'best', got {stat!r}")
     if baseline is None:
         baseline = names[0]
     elif baseline not in names:
@@ -459,18 +482,21 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
     rows = []
     for name in names:
         med, q1, q3 = _stats(times[name])
+        best = float(min(times[name]))
+        t = med if stat == "median" else best
         w = work[name] if isinstance(work, Mapping) else work
         rows.append({
-            "name": name, "compile_s": compile_s[name], "median_s": med, "q1_s": q1, "q3_s": q3,
-            "spread": (q3 - q1) / med if med > 0 else float("nan"),
-            "throughput": (float(w) / med if med > 0 else float("inf")) if w is not None else None,
+            "name": name, "compile_s": compile_s[name], "median_s": med, "best_s": best,
+            "q1_s": q1, "q3_s": q3, "spread": (q3 - q1) / med if med > 0 else float("nan"),
+            "throughput": (float(w) / t if t > 0 else float("inf")) if w is not None else None,
             "ratio": float("nan"), "loops": loops[name],
         })
-    base_med = next(r["median_s"] for r in rows if r["name"] == baseline)
+    key = "median_s" if stat == "median" else "best_s"
+    base_t = next(r[key] for r in rows if r["name"] == baseline)
     for r in rows:
-        r["ratio"] = base_med / r["median_s"] if r["median_s"] > 0 else float("inf")
+        r["ratio"] = base_t / r[key] if r[key] > 0 else float("inf")
     return BenchResult(rows, baseline=baseline, unit=unit, label=label, repeat=repeat,
-                       min_time=min_time, times=times, clock=clock)
+                       min_time=min_time, times=times, clock=clock, stat=stat)
 
 
 # --------------------------------------------------------------------------- sweep

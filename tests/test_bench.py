@@ -55,6 +55,29 @@ def test_compare_in_cpu_seconds(monkeypatch):
     assert "process CPU seconds" in str(cpu) and "process CPU seconds" not in str(wall)
 
 
+def test_compare_best_of_repeats():
+    calls = {"n": 0}
+
+    def jumpy():                       # every third repeat is slow: the median sees it, best not
+        calls["n"] += 1
+        time.sleep(0.004 if calls["n"] % 3 == 0 else 0.001)
+
+    res = bench.compare({"jumpy": jumpy, "steady": lambda: time.sleep(0.001)}, (), repeat=6,
+                        min_time=0, work=1, stat="best")
+    assert res.stat == "best" and res.to_dict()["stat"] == "best"
+    for name in res.names:
+        row = res._row(name)
+        assert row["best_s"] == min(res.times[name]) <= row["median_s"]
+        assert res.time(name) == row["best_s"] and row["throughput"] == pytest.approx(1 / row["best_s"])
+    assert res.ratio("steady") == pytest.approx(res.time("jumpy") / res.time("steady"))
+    text = str(res)
+    assert "best of 6 interleaved repeats" in text and " best " in text.splitlines()[0]
+    med = bench.BenchResult([{"name": "a", "median_s": 2.0}, {"name": "b", "median_s": 1.0}])
+    assert med.stat == "median" and med.ratio("b", "a") == 2.0 and med.time("a") == 2.0
+    with pytest.raises(ValueError, match="stat"):
+        bench.BenchResult([{"name": "a", "median_s": 1.0}], stat="mean")
+
+
 def test_interleaved_order_and_first_calls():
     log = []
 
@@ -138,6 +161,7 @@ def test_args_callable_called_once_and_per_function_args():
     (dict(functions={"a": np.sum}, unit=""), TypeError, "unit"),
     (dict(functions={"a": np.sum}, validate=3), TypeError, "validate"),
     (dict(functions={"a": np.sum}, clock="cpu_time"), ValueError, "clock must be 'wall' or 'cpu'"),
+    (dict(functions={"a": np.sum}, stat="min"), ValueError, "stat must be 'median' or 'best'"),
 ])
 def test_compare_bad_input(kwargs, exc, msg):
     functions = kwargs.pop("functions")
