@@ -148,11 +148,11 @@ def _time_loops(fn: Callable, args: tuple, loops: int, clock: str = "wall") -> f
             gc.enable()
 
 
-def _autoscale(fn: Callable, args: tuple, min_time: float, first_s: float,
-               clock: str = "wall") -> int:
-    """Number of loops so one repeat of `fn(*args)` lasts at least min_time seconds."""
-    if first_s >= min_time and not is_jitted(fn):
-        return 1  # a slow plain-Python call: its first call already was a fair measurement
+def _autoscale(fn: Callable, args: tuple, min_time: float, clock: str = "wall") -> int:
+    """Number of loops so one repeat of `fn(*args)` lasts at least min_time seconds. Scaled from
+    a second call, not the first: a first call that took long may have been JIT compilation —
+    also inside a plain wrapper (a lambda or object calling a jitted kernel), which is_jitted
+    cannot see."""
     loops = 1
     t = _time_loops(fn, args, 1, clock)
     for _ in range(12):
@@ -224,7 +224,7 @@ def timeit(f: Callable, *args: Any, repeat: int = 5, min_time: float = 0.2) -> T
     _check_positive("repeat", repeat, integer=True)
     _check_positive("min_time", min_time, allow_zero=True)
     compile_s = _first_call(getattr(f, "__name__", "f"), f, args, None)
-    loops = _autoscale(f, args, min_time, compile_s)
+    loops = _autoscale(f, args, min_time)
     times = tuple(_time_loops(f, args, loops) / loops for _ in range(repeat))
     med, q1, q3 = _stats(times)
     return Timing(compile_s, med, q1, q3, loops, times)
@@ -473,7 +473,7 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
             resolved.append((name, fn, _resolve_args(a, f"arguments of {name!r}")))
 
     compile_s = {name: _first_call(name, fn, a, validate, clock) for name, fn, a in resolved}
-    loops = {name: _autoscale(fn, a, min_time, compile_s[name], clock) for name, fn, a in resolved}
+    loops = {name: _autoscale(fn, a, min_time, clock) for name, fn, a in resolved}
     times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(repeat):  # interleaved: f, g, f, g, … so slow drifts hit everyone alike
         for name, fn, a in resolved:

@@ -129,6 +129,22 @@ def test_compile_time_timed_apart():
     assert row["compile_s"] > 10 * row["median_s"]
 
 
+def test_a_wrapper_that_compiles_on_its_first_call_is_still_autoscaled():
+    # a lambda or Workload object around a jitted kernel: slow first call (compilation), then
+    # fast; the loop count must come from the fast calls, not stay at one call per repeat
+    state = {"first": True}
+
+    def wrapper():
+        if state["first"]:
+            state["first"] = False
+            time.sleep(0.03)
+
+    res = bench.compare({"w": wrapper}, (), repeat=2, min_time=0.01)
+    assert res.rows[0]["loops"] > 1
+    slow = bench.compare({"s": lambda: time.sleep(0.012)}, (), repeat=2, min_time=0.01)
+    assert slow.rows[0]["loops"] == 1              # genuinely slow: one call per repeat
+
+
 def test_numba_dispatcher_recognised():
     assert bench.is_jitted(_jit_sum)
     assert not bench.is_jitted(np.sum)
