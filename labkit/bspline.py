@@ -974,39 +974,23 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
 
 def time_interleaved(funcs: dict, *, clock: str = "cpu", repeat: int = 3,
                      min_time: float = 0.03, stat: str = "median") -> dict:
-    """Seconds per call of each zero-argument callable, repeats interleaved (a, b, a, b…).
-    ``clock="cpu"`` counts this process's CPU time — for ONE thread on a shared machine it
-    excludes the time other jobs held the core; ``clock="wall"`` is elapsed time (use it for
-    several threads, whose CPU times add up). ``stat="min"`` keeps the best repeat — on a busy
-    machine, the one where all our threads had a core — instead of the median."""
-    import time
+    """Seconds per call of each zero-argument callable, repeats interleaved (a, b, a, b…), as a
+    dict with the same keys (any hashable: tile sizes, thread counts). ``clock="cpu"`` counts
+    this process's CPU time — for ONE thread on a shared machine it excludes the time other
+    jobs held the core; ``clock="wall"`` is elapsed time (use it for several threads, whose CPU
+    times add up). ``stat="min"`` keeps the best repeat — on a busy machine, the one where all
+    our threads had a core — instead of the median. A thin layer over ``labkit.bench.compare``."""
+    from labkit import bench
 
     if clock not in ("cpu", "wall"):
         raise ValueError(f"clock must be 'cpu' or 'wall', got {clock!r}")
     if stat not in ("median", "min"):
         raise ValueError(f"stat must be 'median' or 'min', got {stat!r}")
-    now = time.process_time if clock == "cpu" else time.perf_counter
-    loops = {}
-    for name, fn in funcs.items():
-        fn()                                             # compile / warm up
-        n = 1
-        while True:
-            t0 = now()
-            for _ in range(n):
-                fn()
-            if now() - t0 >= min_time or n >= 1 << 20:
-                break
-            n *= 2
-        loops[name] = n
-    times = {name: [] for name in funcs}
-    for _ in range(repeat):
-        for name, fn in funcs.items():
-            t0 = now()
-            for _ in range(loops[name]):
-                fn()
-            times[name].append((now() - t0) / loops[name])
-    agg = np.median if stat == "median" else np.min
-    return {name: float(agg(v)) for name, v in times.items()}
+    names = {f"{k!r}": k for k in funcs}
+    res = bench.compare({n: funcs[k] for n, k in names.items()}, (), clock=clock,
+                        stat="best" if stat == "min" else "median", repeat=repeat,
+                        min_time=min_time)
+    return {k: res.time(n) for n, k in names.items()}
 
 
 def thread_scaling(size=None, tile: int = 256, repeat: int = 15) -> dict:
