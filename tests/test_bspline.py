@@ -1,4 +1,5 @@
 """Tests for labkit.bspline (lab 02): kernels vs the numpy reference vs scipy's NdBSpline."""
+import numba
 import numpy as np
 import pytest
 
@@ -199,6 +200,13 @@ def test_bad_layout_and_threads():
         bs.evaluate_vgh(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], layout="soaos")
     with pytest.raises(ValueError, match="threads"):
         bs.evaluate_vgh(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], threads=0)
+    top = numba.config.NUMBA_NUM_THREADS
+    with pytest.raises(ValueError, match=rf"threads = {top + 1} must be in \[1, {top}\]"):
+        bs.evaluate_vgh(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], threads=top + 1)
+    with pytest.raises(ValueError, match="NUMBA_NUM_THREADS"):
+        bs.walker_tiles(np.zeros((4, 4, 4, 8)), [[0.1, 0.2, 0.3]], tile=4, threads=top + 1)
+    x = bs.make_inputs("tiny")
+    bs.Workload(x, "aosoa", tile=8, threads=top + 1)()      # benchmark paths clamp instead
 
 
 def test_bad_lengths():
