@@ -459,6 +459,19 @@ def _boundary(c, go, ge):
     return np.int16(go + np.int16(c - 1) * ge)
 
 
+@njit(cache=True, inline="always")
+def _cell(d, f, e, a, b, mt, mm, go, ge):
+    """One DP cell (int16): from the diagonal H ``d``, the gaps ``f`` (along seqs1, from above)
+    and ``e`` (along seqs2, from the left) and the two residues → (H, next f, next e)."""
+    h = np.int16(d + (mt if a == b else mm))
+    h = h if h > f else f
+    h = h if h > e else e
+    o = np.int16(h + go)
+    f = np.int16(f + ge)
+    e = np.int16(e + ge)
+    return h, (f if f > o else o), (e if e > o else o)
+
+
 @njit(cache=True)
 def _batch_kernel(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
     """One transposed batch (L1 × W, L2 × W): four DP columns per sweep over the rows, each
@@ -508,60 +521,20 @@ def _batch_kernel(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
                 row = HE[i]
                 for k in range(W):
                     ak = a[k]
-                    e = row[1, k]
-                    left = row[0, k]
-                    # column j+1
+                    # four columns j+1 … j+4 of lane k: H flows left to right through `left`,
+                    # E (gap along seqs2) through `e`; D holds each column's diagonal, F its gap
                     d = D0[k]
-                    D0[k] = left
-                    f = F0[k]
-                    h = np.int16(d + (mt if ak == b0[k] else mm))
-                    h = h if h > f else f
-                    h = h if h > e else e
-                    o = np.int16(h + go)
-                    f = np.int16(f + ge)
-                    e = np.int16(e + ge)
-                    F0[k] = f if f > o else o
-                    e = e if e > o else o
-                    left = h
-                    # column j+2
+                    D0[k] = row[0, k]
+                    left, F0[k], e = _cell(d, F0[k], row[1, k], ak, b0[k], mt, mm, go, ge)
                     d = D1[k]
                     D1[k] = left
-                    f = F1[k]
-                    h = np.int16(d + (mt if ak == b1[k] else mm))
-                    h = h if h > f else f
-                    h = h if h > e else e
-                    o = np.int16(h + go)
-                    f = np.int16(f + ge)
-                    e = np.int16(e + ge)
-                    F1[k] = f if f > o else o
-                    e = e if e > o else o
-                    left = h
-                    # column j+3
+                    left, F1[k], e = _cell(d, F1[k], e, ak, b1[k], mt, mm, go, ge)
                     d = D2[k]
                     D2[k] = left
-                    f = F2[k]
-                    h = np.int16(d + (mt if ak == b2[k] else mm))
-                    h = h if h > f else f
-                    h = h if h > e else e
-                    o = np.int16(h + go)
-                    f = np.int16(f + ge)
-                    e = np.int16(e + ge)
-                    F2[k] = f if f > o else o
-                    e = e if e > o else o
-                    left = h
-                    # column j+4
+                    left, F2[k], e = _cell(d, F2[k], e, ak, b2[k], mt, mm, go, ge)
                     d = D3[k]
                     D3[k] = left
-                    f = F3[k]
-                    h = np.int16(d + (mt if ak == b3[k] else mm))
-                    h = h if h > f else f
-                    h = h if h > e else e
-                    o = np.int16(h + go)
-                    f = np.int16(f + ge)
-                    e = np.int16(e + ge)
-                    F3[k] = f if f > o else o
-                    row[0, k] = h
-                    row[1, k] = e if e > o else o
+                    row[0, k], F3[k], row[1, k] = _cell(d, F3[k], e, ak, b3[k], mt, mm, go, ge)
             j += 4
         else:
             b0 = s2T[j]
@@ -574,19 +547,10 @@ def _batch_kernel(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
                 a = s1T[i - 1]
                 row = HE[i]
                 for k in range(W):
-                    e = row[1, k]
                     d = D0[k]
                     D0[k] = row[0, k]
-                    f = F0[k]
-                    h = np.int16(d + (mt if a[k] == b0[k] else mm))
-                    h = h if h > f else f
-                    h = h if h > e else e
-                    o = np.int16(h + go)
-                    f = np.int16(f + ge)
-                    e = np.int16(e + ge)
-                    F0[k] = f if f > o else o
-                    row[0, k] = h
-                    row[1, k] = e if e > o else o
+                    row[0, k], F0[k], row[1, k] = _cell(d, F0[k], row[1, k], a[k], b0[k],
+                                                        mt, mm, go, ge)
             j += 1
         if is_end[j]:
             for k in range(W):
