@@ -29,12 +29,13 @@ import numba
 from numba import njit, prange
 
 from labkit._sizes import resolve_size
+from labkit.bench import Target, ratio_of
 from labkit.check import exercise, mismatch, rng, speed_gate, vectorized_gate
 
 __all__ = [
     "ALPHABET", "Scoring", "AlignmentInputs", "encode", "decode", "make_inputs", "reference",
     "align_scalar", "align_transposed_promoted", "align_transposed", "transpose_batch",
-    "align_batched", "align_batched_serial", "align", "fits_int16", "validate", "BENCHMARK", "run_benchmark",
+    "align_batched", "align_batched_serial", "align", "fits_int16", "validate", "BENCHMARK", "TARGETS", "run_benchmark",
     "cpu_compare",
     "parasail_scores", "throughput", "check_transpose", "check_transposed_inner",
 ]
@@ -776,6 +777,15 @@ def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float =
 
     return bench.compare(functions, (), clock="cpu", work=work, unit="alignments",
                          repeat=repeat, min_time=min_cpu, label=label, baseline=baseline)
+
+
+#: The lab's performance targets (its issue), checked by `labkit bench alignment`.
+TARGETS = [
+    Target("align_transposed vs align_scalar, 16 × 200", 8, ratio_of("steps", "transposed", "scalar")),
+    Target("align vs parasail nw_scan_16, 4096 × 200, 1 thread, transposition included", 5,
+           ratio_of("vs parasail", "labkit align (1 thread)", "parasail nw_scan_16")),
+    Target("2 threads vs 1, 4096 × 200", 1.8, ratio_of("threads", "2 threads", "1 thread")),
+]
 
 
 def run_benchmark(size=None, repeat: int = 5):

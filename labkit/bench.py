@@ -22,6 +22,7 @@ import numpy as np
 __all__ = [
     "compare", "BenchResult", "sweep", "SweepResult", "timeit", "Timing",
     "format_time", "format_si", "format_ratio", "format_throughput", "is_jitted", "main",
+    "Target", "ratio_of", "throughput_of", "check_targets",
 ]
 
 LABS = ("alignment", "bspline", "pcc", "epistasis")
@@ -645,6 +646,84 @@ def sweep(fn: Callable, param: str, values: Sequence, args_for: Callable | None 
     return SweepResult(name, param, values, timings, work, unit)
 
 
+# --------------------------------------------------------------------------- targets
+
+@dataclass(frozen=True)
+class Target:
+    """One performance target of a lab (its issue's number), checked against the dict that the
+    lab's ``run_benchmark()`` returns: ``measure(results)`` → the measured value, or None when
+    that run did not measure it (a missing peer). ``at_most``: the value must stay below
+    ``need`` (memory, time) instead of reaching it. ``size``: the ``labkit bench --size`` the
+    target is stated for (None: the lab's default)."""
+
+    claim: str
+    need: float
+    measure: Callable[[Mapping[str, Any]], float | None]
+    unit: str = "×"
+    at_most: bool = False
+    size: str | None = None
+
+    def check(self, results: Mapping[str, Any]) -> tuple[float | None, bool | None]:
+        """(measured value, met?) — (None, None) when not measured."""
+        value = self.measure(results)
+        if value is None or not math.isfinite(value):
+            return None, None
+        return float(value), (value < self.need if self.at_most else value >= self.need)
+
+
+def _pick(items: Sequence[str], key: str) -> str | None:
+    """``key`` itself if present, else the first item starting with it."""
+    if key in items:
+        return key
+    return next((k for k in items if isinstance(k, str) and k.startswith(key)), None)
+
+
+def ratio_of(table: str, name: str, baseline: str | None = None) -> Callable:
+    """Target measure: ``name``'s ratio over ``baseline`` (default: the table's baseline) in the
+    table whose key is (or starts with) ``table``; row names may be given by prefix too."""
+    def measure(results):
+        k = _pick(list(results), table)
+        if k is None or not isinstance(results[k], BenchResult):
+            return None
+        res = results[k]
+        n = _pick(res.names, name)
+        b = res.baseline if baseline is None else _pick(res.names, baseline)
+        return None if n is None or b is None else res.ratio(n, b)
+    return measure
+
+
+def throughput_of(table: str, name: str, scale: float = 1.0) -> Callable:
+    """Target measure: ``name``'s throughput (work items per second) ÷ ``scale``."""
+    def measure(results):
+        k = _pick(list(results), table)
+        if k is None or not isinstance(results[k], BenchResult):
+            return None
+        n = _pick(results[k].names, name)
+        t = None if n is None else results[k].throughput(n)
+        return None if t is None else t / scale
+    return measure
+
+
+def check_targets(targets: Sequence[Target], results: Mapping[str, Any]) -> list[dict]:
+    """Each target's claim, need, measured value and verdict (True / False / None = not measured)."""
+    out = []
+    for t in targets:
+        value, ok = t.check(results)
+        out.append({"claim": t.claim, "need": t.need, "unit": t.unit, "at_most": t.at_most,
+                    "value": value, "met": ok})
+    return out
+
+
+def _format_target(row: dict) -> str:
+    def num(v):
+        return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+    need = f"{'<' if row['at_most'] else '≥'} {num(row['need'])}{row['unit']}"
+    if row["met"] is None:
+        return f"  –  {row['claim']}: {need}; not measured in this run"
+    mark = "✔" if row["met"] else "✘"
+    return f"  {mark}  {row['claim']}: {need}, measured {num(row['value'])}{row['unit']}"
+
+
 # --------------------------------------------------------------------------- CLI
 
 def _as_results(obj: Any) -> list[tuple[str | None, BenchResult]]:
@@ -681,6 +760,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(hardware.summary())
     labs = LABS if ns.lab == "all" else (ns.lab,)
     failed = []
+    summary: list[tuple[str, dict]] = []
     for lab in labs:
         modname = f"labkit.{lab}"
         try:
@@ -717,6 +797,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"-- {key}")
             print(res)
             print()
+        targets = [t for t in getattr(mod, "TARGETS", ()) if t.size == ns.size]
+        if targets:
+            rows = check_targets(targets, dict(results))
+            print("-- targets (the lab's issue; a miss is a measurement on this machine, "
+                  "not a test failure)")
+            print("\n".join(_format_target(r) for r in rows) + "\n")
+            summary.extend((lab, r) for r in rows)
+        elif getattr(mod, "TARGETS", None):
+            sizes = sorted({t.size or "default" for t in mod.TARGETS})
+            print(f"-- targets: stated for size {', '.join(sizes)}, not --size {ns.size}\n")
+    if len(labs) > 1 and summary:
+        met = sum(1 for _, r in summary if r["met"])
+        measured = sum(1 for _, r in summary if r["met"] is not None)
+        print(f"targets met: {met} of {measured} measured ({len(summary)} stated)")
+        for lab, r in summary:
+            if r["met"] is False:
+                print(f"  ✘ {lab}: {r['claim']}")
     if failed:
         print(f"benchmark failed for: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -33,6 +33,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from labkit._sizes import resolve_size
+from labkit.bench import Target, ratio_of, throughput_of
 
 __all__ = [
     "MAX_ORDER", "Encoded", "EpistasisInputs", "encode", "make_inputs", "reference",
@@ -41,7 +42,7 @@ __all__ = [
     "popcount_hw", "and_popcount", "combine_then_popcount", "combine_popcount",
     "combine_popcount_scalar", "contingency", "contingency_fused", "mi_combinations", "mi_branchy", "mi_masked",
     "mi_table", "mi_batch_branchy", "mi_batch_masked", "mi_batch_table", "nlogn_table",
-    "search_stats", "BENCHMARK", "run_benchmark", "MULA_KIND",
+    "search_stats", "BENCHMARK", "TARGETS", "run_benchmark", "MULA_KIND",
 ]
 
 MAX_ORDER = 8          #: 3**8 = 6561 cells: beyond that almost every cell is empty anyway
@@ -1257,6 +1258,16 @@ BENCHMARK = {
                               "numpy": _numpy_popcount},
                  "baseline": "byte_table", "unit": "B"},
 }
+
+
+#: The lab's performance targets (its issue), checked by `labkit bench epistasis`.
+TARGETS = [
+    Target("hardware popcount vs byte table, 16 KiB", 10, ratio_of("popcount", "hw_v8", "byte_table")),
+    Target("order-3 search, 400 SNPs × 2000, 1 thread", 10,
+           throughput_of("search", "search_1_thread", 1e6), unit=" M triples/s"),
+    Target("order-3 search, 2 threads vs 1", 1.8,
+           ratio_of("search", "search_2_threads", "search_1_thread")),
+]
 
 
 def run_benchmark(size=None, repeat: int = 5, threads=(1, 2)) -> dict:

@@ -304,6 +304,61 @@ def test_cli_runs_lab_benchmarks(monkeypatch, capsys):
     assert "lab epistasis not available yet" in capsys.readouterr().out
 
 
+def test_targets_measures_and_verdicts():
+    res = bench.BenchResult([{"name": "slow", "median_s": 4.0, "throughput": 2e6},
+                             {"name": "fast kernel (2 threads)", "median_s": 1.0, "throughput": 8e6}])
+    results = {"speed (n=10)": res, None: res}
+    assert bench.ratio_of("speed", "fast kernel")(results) == 4.0          # key and row by prefix
+    assert bench.ratio_of("speed (n=10)", "slow", "fast kernel (2 threads)")(results) == 0.25
+    assert bench.ratio_of("nope", "slow")(results) is None
+    assert bench.ratio_of("speed", "nope")(results) is None
+    assert bench.throughput_of("speed", "fast", 1e6)(results) == 8.0
+    targets = [bench.Target("fast vs slow", 3, bench.ratio_of("speed", "fast")),
+               bench.Target("fast vs slow, ambitious", 5, bench.ratio_of("speed", "fast")),
+               bench.Target("memory", 2, lambda r: 1.5, unit=" GB", at_most=True),
+               bench.Target("peer", 1, bench.ratio_of("peer table", "x"))]
+    rows = bench.check_targets(targets, results)
+    assert [r["met"] for r in rows] == [True, False, True, None]
+    assert rows[0]["value"] == 4.0
+    text = [bench._format_target(r) for r in rows]
+    assert text[0].startswith("  ✔  fast vs slow: ≥ 3×, measured 4×")
+    assert text[1].startswith("  ✘") and "< 2 GB, measured 1.5 GB" in text[2]
+    assert "not measured" in text[3]
+
+
+def test_cli_checks_lab_targets(monkeypatch, capsys):
+    fake = types.ModuleType("labkit.alignment")
+
+    def run_benchmark(size=None, repeat=5):
+        return {"t": bench.BenchResult([{"name": "a", "median_s": 2.0}, {"name": "b", "median_s": 1.0}])}
+
+    fake.run_benchmark = run_benchmark
+    fake.TARGETS = [bench.Target("b vs a", 1.5, bench.ratio_of("t", "b")),
+                    bench.Target("b vs a, big", 3, bench.ratio_of("t", "b")),
+                    bench.Target("large only", 1, lambda r: 9.0, size="large")]
+    monkeypatch.setitem(sys.modules, "labkit.alignment", fake)
+    for lab in ("labkit.bspline", "labkit.pcc", "labkit.epistasis"):
+        monkeypatch.setitem(sys.modules, lab, None)
+    assert bench.main(["all", "--repeat", "1"]) == 0      # a missed target is not a failure
+    out = capsys.readouterr().out
+    assert "✔  b vs a: ≥ 1.5×, measured 2×" in out and "✘  b vs a, big" in out
+    assert "large only" not in out
+    assert "targets met: 1 of 2 measured (2 stated)" in out and "✘ alignment: b vs a, big" in out
+    assert bench.main(["alignment", "--size", "small"]) == 0
+    assert "targets: stated for size default, large, not --size small" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lab", ["alignment", "bspline", "pcc", "epistasis"])
+def test_every_lab_states_its_targets(lab):
+    import importlib
+
+    mod = importlib.import_module(f"labkit.{lab}")
+    assert mod.TARGETS and all(isinstance(t, bench.Target) for t in mod.TARGETS)
+    assert all(t.need > 0 and t.claim for t in mod.TARGETS)
+    rows = bench.check_targets(mod.TARGETS, {})          # nothing measured: no errors, no verdicts
+    assert all(r["met"] is None for r in rows)
+
+
 def test_cli_reports_failing_lab(monkeypatch, capsys):
     fake = types.ModuleType("labkit.pcc")
 

@@ -34,7 +34,7 @@ __all__ = [
     "pcc_threads", "standardize", "pcc_naive", "pcc_transformed", "pcc_tiled", "blas_pcc",
     "job_id", "job_coords", "job_coords_float", "n_jobs", "tile_id", "tile_coords",
     "tile_bounds", "n_tiles", "rank_tile_range", "tile_pairs", "owner_matrix", "SCHEDULES", "DEFAULT_TILE", "KBLOCK",
-    "MAX_N", "FLOAT_FIRST_BAD_N", "BENCHMARK", "run_benchmark", "gflops", "isqrt64", "CHECKS",
+    "MAX_N", "FLOAT_FIRST_BAD_N", "BENCHMARK", "TARGETS", "run_benchmark", "gflops", "isqrt64", "CHECKS",
 ]
 
 #: Tile side (variables per tile): ~100 rows, a multiple of the 4×4 register block.
@@ -347,7 +347,7 @@ def gflops(n, l, seconds):
 
 
 # ---------------------------------------------------------------- benchmark
-from ._bench import BENCHMARK, run_benchmark  # noqa: E402
+from ._bench import BENCHMARK, TARGETS, run_benchmark  # noqa: E402
 
 try:  # register the exercises (check.<name>); the framework may be absent in a bare install
     from .checks import CHECKS  # noqa: E402,F401

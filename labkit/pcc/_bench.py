@@ -62,6 +62,29 @@ def _row(name, seconds, work, base_s, compile_s=float("nan")):
             "ratio": base_s / seconds, "loops": 1}
 
 
+def _rss_gb(results):
+    res = next((v for k, v in results.items() if str(k).startswith("correlated_pairs")), None)
+    rss = getattr(res, "peak_rss_mb", None)
+    return None if rss is None else rss / 1024
+
+
+def _targets():
+    from labkit.bench import Target, ratio_of
+
+    return [
+        Target("pearson_allpairs (static ids) vs numpy BLAS Z @ Z.T, n = 4000, l = 2000, 2 threads",
+               0.8, ratio_of("vs numpy BLAS", "pearson_allpairs static ids")),
+        Target("pearson_allpairs vs the naive pair loop", 20,
+               ratio_of("vs naive pair loop", "pearson_allpairs")),
+        Target("correlated_pairs, n = 100 000, l = 500: peak RSS", 2, _rss_gb, unit=" GB",
+               at_most=True, size="large"),
+    ]
+
+
+#: The lab's performance targets (its issue), checked by `labkit bench pcc` (and `--size large`).
+TARGETS = _targets()
+
+
 def run_benchmark(size=None, repeat=5):
     """Run the lab's benchmark: dict name → BenchResult (``size="large"``: the RSS run)."""
     from labkit import bench
