@@ -402,3 +402,14 @@ def test_bench_result_from_hand_made_rows():
         bench.BenchResult([{"name": "x"}])
     with pytest.raises(ValueError, match="baseline"):
         bench.BenchResult([{"name": "x", "median_s": 1.0}], baseline="y")
+
+
+def test_pcc_rss_target_reads_the_large_run():
+    from labkit import pcc
+
+    res = bench.BenchResult([{"name": "correlated_pairs", "median_s": 10.0}])
+    res.peak_rss_mb = 1024.0
+    (t,) = [t for t in pcc.TARGETS if t.size == "large"]
+    assert t.check({"correlated_pairs n=100000 l=500": res}) == (1.0, True)
+    res.peak_rss_mb = 3000.0
+    assert t.check({"correlated_pairs n=100000 l=500": res})[1] is False
