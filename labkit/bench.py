@@ -721,7 +721,10 @@ def _format_target(row: dict) -> str:
     if row["met"] is None:
         return f"  –  {row['claim']}: {need}; not measured in this run"
     mark = "✔" if row["met"] else "✘"
-    return f"  {mark}  {row['claim']}: {need}, measured {num(row['value'])}{row['unit']}"
+    got = num(row["value"])
+    if got == num(row["need"]):              # e.g. 1.7996 vs 1.8: show the digits that decide
+        got = f"{row['value']:.4f}"
+    return f"  {mark}  {row['claim']}: {need}, measured {got}{row['unit']}"
 
 
 # --------------------------------------------------------------------------- CLI

@@ -324,6 +324,8 @@ def test_targets_measures_and_verdicts():
     assert text[0].startswith("  ✔  fast vs slow: ≥ 3×, measured 4×")
     assert text[1].startswith("  ✘") and "< 2 GB, measured 1.5 GB" in text[2]
     assert "not measured" in text[3]
+    close = bench.check_targets([bench.Target("close", 1.8, lambda r: 1.7996)], {})
+    assert bench._format_target(close[0]) == "  ✘  close: ≥ 1.8×, measured 1.7996×"
 
 
 def test_cli_checks_lab_targets(monkeypatch, capsys):
