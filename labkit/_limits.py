@@ -2,8 +2,6 @@
 triad) and double-precision FMA rate. Imported lazily by :mod:`labkit.hardware` (numba)."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from numba import njit
 
@@ -33,34 +31,21 @@ def _fma_chains(x, out):
         out[i] = y0 + y1 + y2 + y3 + y4 + y5 + y6 + y7
 
 
-def best_time(fn, *args, repeat: int = 7, min_time: float = 0.05) -> float:
-    """Seconds per call of ``fn(*args)``: the best of ``repeat`` timed loops, each ≥ min_time."""
-    fn(*args)                                   # compile / warm up
-    loops = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(loops):
-            fn(*args)
-        dt = time.perf_counter() - t0
-        if dt >= min_time:
-            break
-        loops *= 2
-    best = dt / loops
-    for _ in range(repeat - 1):
-        t0 = time.perf_counter()
-        for _ in range(loops):
-            fn(*args)
-        best = min(best, (time.perf_counter() - t0) / loops)
-    return best
+def _best_seconds(fn, args, repeat: int, min_time: float) -> float:
+    """Seconds per call of ``fn(*args)``: the fastest of ``repeat`` timed repeats (≥ min_time
+    each), as STREAM reports — a shared machine only ever slows a run down."""
+    from labkit import bench
+
+    return bench.compare({"f": fn}, args, repeat=repeat, min_time=min_time, stat="best").time("f")
 
 
 def bandwidth(mib: int, repeat: int) -> float:
     n = mib * 2**20 // 8
     a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
-    return 3 * 8 * n / best_time(_triad, a, b, c, 0.5, repeat=repeat, min_time=0.1) / 1e9
+    return 3 * 8 * n / _best_seconds(_triad, (a, b, c, 0.5), repeat, 0.1) / 1e9
 
 
 def fma_rate(repeat: int) -> float:
     x = np.full(2048, 0.999)
     out = np.empty_like(x)
-    return 2 * 8 * 16 * x.size / best_time(_fma_chains, x, out, repeat=repeat) / 1e9
+    return 2 * 8 * 16 * x.size / _best_seconds(_fma_chains, (x, out), repeat, 0.05) / 1e9

@@ -678,14 +678,19 @@ def _pick(items: Sequence[str], key: str) -> str | None:
     return next((k for k in items if isinstance(k, str) and k.startswith(key)), None)
 
 
+def _table(results: Mapping[str, Any], table: str) -> BenchResult | None:
+    """The BenchResult whose key is (or starts with) ``table``, or None."""
+    k = _pick(list(results), table)
+    return results[k] if k is not None and isinstance(results[k], BenchResult) else None
+
+
 def ratio_of(table: str, name: str, baseline: str | None = None) -> Callable:
     """Target measure: ``name``'s ratio over ``baseline`` (default: the table's baseline) in the
     table whose key is (or starts with) ``table``; row names may be given by prefix too."""
     def measure(results):
-        k = _pick(list(results), table)
-        if k is None or not isinstance(results[k], BenchResult):
+        res = _table(results, table)
+        if res is None:
             return None
-        res = results[k]
         n = _pick(res.names, name)
         b = res.baseline if baseline is None else _pick(res.names, baseline)
         return None if n is None or b is None else res.ratio(n, b)
@@ -695,11 +700,11 @@ def ratio_of(table: str, name: str, baseline: str | None = None) -> Callable:
 def throughput_of(table: str, name: str, scale: float = 1.0) -> Callable:
     """Target measure: ``name``'s throughput (work items per second) ÷ ``scale``."""
     def measure(results):
-        k = _pick(list(results), table)
-        if k is None or not isinstance(results[k], BenchResult):
+        res = _table(results, table)
+        if res is None:
             return None
-        n = _pick(results[k].names, name)
-        t = None if n is None else results[k].throughput(n)
+        n = _pick(res.names, name)
+        t = None if n is None else res.throughput(n)
         return None if t is None else t / scale
     return measure
 

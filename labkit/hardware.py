@@ -372,14 +372,17 @@ def summary() -> str:
 
 # --------------------------------------------------------------------------- doctor
 
+def _positive_int(name: str, value, what: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int{what}, got {value!r}")
+
+
 def measure_bandwidth(mib: int = 96, repeat: int = 7) -> float:
     """Single-thread memory bandwidth in GB/s from a STREAM-style triad ``a = b + s·c`` on
     arrays far beyond the last-level cache (3 arrays × 8 bytes per element; best of repeats,
     as STREAM reports, since a shared machine only ever slows a run down)."""
-    if isinstance(mib, bool) or not isinstance(mib, int) or mib < 1:
-        raise ValueError(f"mib must be a positive int (MiB per array), got {mib!r}")
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise ValueError(f"repeat must be a positive int, got {repeat!r}")
+    _positive_int("mib", mib, " (MiB per array)")
+    _positive_int("repeat", repeat)
     from labkit import _limits
 
     return _limits.bandwidth(mib, repeat)
@@ -387,8 +390,7 @@ def measure_bandwidth(mib: int = 96, repeat: int = 7) -> float:
 
 def measure_fma_rate(repeat: int = 7) -> float:
     """Single-thread double-precision FMA throughput in GFLOP/s (FMA = 2 FLOP; best of repeats)."""
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise ValueError(f"repeat must be a positive int, got {repeat!r}")
+    _positive_int("repeat", repeat)
     from labkit import _limits
 
     return _limits.fma_rate(repeat)
