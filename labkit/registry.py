@@ -21,7 +21,7 @@ class Lab:
     name: str
     notebook: str
     title: str
-    entry: str | None
+    entry: str
     benchmark: bool = True      # has run_benchmark() + TARGETS for `labkit bench`
 
     @property
@@ -42,8 +42,7 @@ class Lab:
 
 
 LABS: tuple[Lab, ...] = (
-    Lab("lesson00", "00_tools", "Tools: timing, IR and assembly, vectorisation", None,
-        benchmark=False),
+    Lab("lesson00", "00_tools", "Tools: timing, IR and assembly, vectorisation", "colsum"),
     Lab("alignment", "01_alignment", "Alignment: transposing data for SIMD", "align"),
     Lab("bspline", "02_bspline", "B-spline orbitals: AoS → SoA → AoSoA", "evaluate_vgh"),
     Lab("pcc", "03_pcc", "All-pairs Pearson: bijective tile mapping", "pearson_allpairs"),
