@@ -1,7 +1,7 @@
 """The size argument shared by every lab's make_inputs (labkit._sizes.resolve_size)."""
 import pytest
 
-from labkit import alignment, bspline, epistasis, lesson00, pcc
+from labkit import registry
 from labkit._sizes import resolve_size
 
 SIZES = {"small": {"a": 1, "b": 2}, "big": {"a": 10, "b": 20}}
@@ -25,8 +25,9 @@ def test_errors_name_the_alternatives():
         resolve_size(3, SIZES, ("a", "b"))
 
 
-@pytest.mark.parametrize("mod", [lesson00, alignment, bspline, pcc, epistasis])
-def test_every_lab_rejects_a_misspelt_key(mod):
+@pytest.mark.parametrize("lab", registry.names())
+def test_every_lab_rejects_a_misspelt_key(lab):
+    mod = registry.load(lab)
     with pytest.raises(ValueError, match="unknown size keys"):
         mod.make_inputs({"sise": 3})
     with pytest.raises(ValueError, match="unknown size 'enormous'"):

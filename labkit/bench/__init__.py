@@ -1,0 +1,29 @@
+"""Timing numba kernels honestly: JIT warm-up timed apart, autoscaled loops, interleaved repeats.
+
+>>> res = compare({"scalar": f, "simd": g}, (a, b), work=len(a), unit="alignments")
+>>> res            # HTML table in Jupyter; print(res) gives the text table
+>>> res.ratio("simd")
+4.8
+
+Ratios are speedups (baseline median / variant median), shown as "4.8×", never as "speedup %".
+
+The package knows no lab. Its parts: ``formatting`` (numbers as text), ``timing`` (clock, loops,
+:func:`timeit`), ``results`` (:class:`BenchResult`, :class:`SweepResult` and their views),
+``measure`` (:func:`compare`, :func:`sweep`), ``targets`` (:class:`Target` and its measures),
+``cli`` (``labkit bench``, which finds the labs through :mod:`labkit.registry`).
+"""
+from __future__ import annotations
+
+from .formatting import _SI, _sig3, format_ratio, format_si, format_throughput, format_time
+from .timing import (Timing, _autoscale, _check_positive, _clock, _first_call, _now,
+                     _resolve_args, _stats, _time_loops, is_jitted, timeit)
+from .results import BenchResult, SweepResult, _looks_geometric
+from .measure import _normalise_functions, compare, sweep
+from .targets import Target, _format_target, _pick, _table, check_targets, ratio_of, throughput_of
+from .cli import _as_results, lab_names, main
+
+__all__ = [
+    "compare", "BenchResult", "sweep", "SweepResult", "timeit", "Timing",
+    "format_time", "format_si", "format_ratio", "format_throughput", "is_jitted", "main",
+    "Target", "ratio_of", "throughput_of", "check_targets",
+]

@@ -1,0 +1,4 @@
+"""``python -m labkit.bench <lab|all>`` — the same as ``labkit bench``."""
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""``labkit bench <lab|all>``: run each lab's ``run_benchmark()``, print its tables, then its
+``TARGETS`` as ✔/✘ lines. Knows no lab: the labs come from :mod:`labkit.registry` and are
+imported through it (importlib), only when the command runs."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Mapping, Sequence
+
+from .results import BenchResult
+from .targets import _format_target, check_targets
+
+__all__ = ["main", "lab_names"]
+
+
+def lab_names() -> tuple[str, ...]:
+    """The labs ``labkit bench`` knows: those the registry lists with a benchmark."""
+    from labkit import registry
+
+    return registry.names(benchmark=True)
+
+
+def _as_results(obj: Any) -> list[tuple[str | None, BenchResult]]:
+    if isinstance(obj, BenchResult):
+        return [(None, obj)]
+    if isinstance(obj, Mapping):
+        return [(str(k), v) for k, v in obj.items()]
+    if isinstance(obj, (list, tuple)):
+        return [(None, v) for v in obj]
+    raise TypeError(f"run_benchmark returned {type(obj).__name__}; expected a BenchResult, a list or a dict of them")
+
+
+def _load_lab(lab: str, failed: list[str]):
+    """The lab's module with its ``run_benchmark`` (or None, after printing why not)."""
+    import traceback
+
+    from labkit import registry
+
+    modname = registry.get(lab).module
+    try:
+        mod = registry.get(lab).load()
+        run = getattr(mod, "run_benchmark", None)   # a lab package may import its bench lazily
+    except ModuleNotFoundError as e:
+        if e.name == modname:
+            print(f"\n== {lab} ==\nlab {lab} not available yet")
+            return None, None
+        if (e.name or "").startswith(modname + "."):  # a lab package still being written
+            print(f"\n== {lab} ==\nlab {lab} not available yet ({e})")
+            return None, None
+        print(f"\n== {lab} ==\nlab {lab} could not be imported: {e} (run `labkit doctor`)")
+        failed.append(lab)
+        return None, None
+    except Exception as e:
+        traceback.print_exc()
+        print(f"\n== {lab} ==\nlab {lab} could not be imported: {type(e).__name__}: {e}")
+        failed.append(lab)
+        return None, None
+    if run is None:
+        print(f"\n== {lab} ==\nlab {lab} not available yet (no run_benchmark)")
+        return None, None
+    return mod, run
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI `labkit bench <lab|all> [--size small|seed|large] [--repeat N]`; returns the exit code."""
+    import argparse
+    import traceback
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench":
+        argv = argv[1:]
+    known = lab_names()
+    p = argparse.ArgumentParser(prog="labkit bench",
+                                description="Run a lab's benchmark and print its table.")
+    p.add_argument("lab", nargs="?", default="all", choices=list(known) + ["all"],
+                   help="which lab to benchmark (default: all)")
+    p.add_argument("--size", choices=["small", "seed", "large"], default=None,
+                   help="input size (default: the lab's own default)")
+    p.add_argument("--repeat", type=int, default=5, help="interleaved repeats (default 5)")
+    ns = p.parse_args(argv)
+    if ns.repeat < 1:
+        p.error("--repeat must be ≥ 1")
+
+    from labkit import hardware
+    print(hardware.summary())
+    labs = known if ns.lab == "all" else (ns.lab,)
+    failed: list[str] = []
+    summary: list[tuple[str, dict]] = []
+    for lab in labs:
+        mod, run = _load_lab(lab, failed)
+        if run is None:
+            continue
+        print(f"\n== {lab} ==", flush=True)
+        try:
+            results = _as_results(run(size=ns.size, repeat=ns.repeat))
+        except Exception as e:  # report and carry on with the other labs
+            traceback.print_exc()
+            print(f"lab {lab}: benchmark failed: {type(e).__name__}: {e}")
+            failed.append(lab)
+            continue
+        for key, res in results:
+            if key:
+                print(f"-- {key}")
+            print(res)
+            print()
+        stated = list(getattr(mod, "TARGETS", None) or ())
+        targets = [t for t in stated if t.size == ns.size]
+        if targets:
+            rows = check_targets(targets, dict(results))
+            print("-- targets (the lab's issue; a miss is a measurement on this machine, "
+                  "not a test failure)")
+            print("\n".join(_format_target(r) for r in rows) + "\n")
+            summary.extend((lab, r) for r in rows)
+        elif stated:
+            sizes = sorted({t.size or "default" for t in stated})
+            print(f"-- targets: stated for size {', '.join(sizes)}, not --size {ns.size}\n")
+    if len(labs) > 1 and summary:
+        met = sum(1 for _, r in summary if r["met"])
+        measured = sum(1 for _, r in summary if r["met"] is not None)
+        print(f"targets met: {met} of {measured} measured ({len(summary)} stated)")
+        for lab, r in summary:
+            if r["met"] is False:
+                print(f"  ✘ {lab}: {r['claim']}")
+    if failed:
+        print(f"benchmark failed for: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,280 @@
+"""The result classes of :func:`~labkit.bench.compare` and :func:`~labkit.bench.sweep`: one row
+per function (or parameter value) with text, HTML and plot views."""
+from __future__ import annotations
+
+import html
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .formatting import format_ratio, format_throughput, format_time
+from .timing import Timing
+
+__all__ = ["BenchResult", "SweepResult"]
+
+
+class BenchResult:
+    """Result of bench.compare: one row per function, ratios vs a baseline, text/HTML/plot views."""
+
+    def __init__(self, rows: list[dict], *, baseline: str | None = None, unit: str = "items",
+                 label: str | None = None, repeat: int = 1, min_time: float = 0.0,
+                 times: dict[str, list[float]] | None = None, clock: str = "wall",
+                 stat: str = "median"):
+        if stat not in ("median", "best"):
+            raise ValueError(f"stat must be 'median' or 'best', got {stat!r}")
+        if not isinstance(rows, list) or not rows or not all(
+                isinstance(r, dict) and "name" in r and "median_s" in r for r in rows):
+            raise TypeError("rows must be a non-empty list of dicts with at least 'name' and 'median_s'")
+        names = [r["name"] for r in rows]
+        baseline = names[0] if baseline is None else baseline
+        if baseline not in names:
+            raise ValueError(f"baseline {baseline!r} is not one of the rows {names}")
+        for r in rows:  # hand-made rows (e.g. scaled estimates) may leave the derived fields out
+            r.setdefault("best_s", r["median_s"])
+        key = "median_s" if stat == "median" else "best_s"
+        base_med = rows[names.index(baseline)][key]
+        for r in rows:
+            med = r[key]
+            r.setdefault("compile_s", float("nan"))
+            r.setdefault("q1_s", med)
+            r.setdefault("q3_s", med)
+            r.setdefault("spread", (r["q3_s"] - r["q1_s"]) / r["median_s"] if r["median_s"] > 0
+                         else float("nan"))
+            r.setdefault("throughput", None)
+            r.setdefault("ratio", base_med / med if med > 0 else float("inf"))
+        self.rows = rows
+        self.baseline = baseline
+        self.unit = unit
+        self.label = label
+        self.repeat = repeat
+        self.min_time = min_time
+        self.times = times or {}
+        self.clock = clock
+        self.stat = stat
+
+    # -- access
+    @property
+    def names(self) -> list[str]:
+        """Function names in the order they were given."""
+        return [r["name"] for r in self.rows]
+
+    def _row(self, name: str) -> dict:
+        for r in self.rows:
+            if r["name"] == name:
+                return r
+        raise KeyError(f"no function named {name!r} in this result; names are {self.names}")
+
+    def median(self, name: str) -> float:
+        """Median seconds per call of `name`."""
+        return self._row(name)["median_s"]
+
+    def time(self, name: str) -> float:
+        """Seconds per call of `name` by the result's statistic (median, or best repeat) — what
+        its throughput and ratios use."""
+        return self._row(name)["median_s" if self.stat == "median" else "best_s"]
+
+    def throughput(self, name: str) -> float | None:
+        """Work items per second of `name` (None if compare() had no work=)."""
+        return self._row(name)["throughput"]
+
+    def ratio(self, name: str, baseline: str | None = None) -> float:
+        """Speedup of `name` over `baseline` (default: the result's baseline): >1 means faster."""
+        base = self.baseline if baseline is None else baseline
+        return self.time(base) / self.time(name)
+
+    def to_dict(self) -> dict:
+        """Plain-data copy (JSON-serialisable): label, unit, baseline, repeat, min_time, rows, times."""
+        return {
+            "label": self.label, "unit": self.unit, "baseline": self.baseline,
+            "repeat": self.repeat, "min_time": self.min_time, "clock": self.clock,
+            "stat": self.stat,
+            "rows": [dict(r) for r in self.rows],
+            "times": {k: list(v) for k, v in self.times.items()},
+        }
+
+    # -- views
+    def _cells(self) -> list[list[str]]:
+        out = []
+        for r in self.rows:
+            ratio = format_ratio(r["ratio"]) + (" (baseline)" if r["name"] == self.baseline else "")
+            out.append([
+                r["name"],
+                format_time(r["compile_s"]),
+                format_time(r["median_s" if self.stat == "median" else "best_s"]),
+                f"{r['spread'] * 100:.1f} %" if math.isfinite(r["spread"]) else "–",
+                format_throughput(r["throughput"], self.unit) if r["throughput"] is not None else "–",
+                ratio,
+            ])
+        return out
+
+    _HEAD = ["name", "first call", "median", "spread", "throughput", "ratio"]
+
+    @property
+    def _head(self) -> list[str]:
+        return [("best" if h == "median" and self.stat == "best" else h) for h in self._HEAD]
+
+    def _footer(self) -> str:
+        what = "process CPU seconds (all threads), " if self.clock == "cpu" else ""
+        what += "median of" if self.stat == "median" else "best of"
+        return (f"{what} {self.repeat} interleaved repeats (≥ {format_time(self.min_time)} "
+                f"each); spread = IQR/median; ratio = time of {self.baseline} ÷ time (higher is faster)")
+
+    def __str__(self) -> str:
+        """Text table for terminals."""
+        cells = self._cells()
+        head = list(self._head)
+        has_tp = any(r["throughput"] is not None for r in self.rows)
+        if not has_tp:
+            head.pop(4)
+            cells = [c[:4] + c[5:] for c in cells]
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+
+        def line(vals):
+            parts = [vals[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(vals[1:-1], widths[1:-1])]
+            parts.append(vals[-1].ljust(widths[-1]))
+            return "  ".join(parts).rstrip()
+
+        lines = []
+        if self.label:
+            lines.append(self.label)
+        lines.append(line(head))
+        lines.append("  ".join("-" * w for w in widths))
+        lines.extend(line(c) for c in cells)
+        lines.append(self._footer())
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        """Text table (same as str)."""
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        """HTML table for Jupyter, with a bar per ratio."""
+        has_tp = any(r["throughput"] is not None for r in self.rows)
+        head = [h for h in self._head if has_tp or h != "throughput"]
+        maxr = max((r["ratio"] for r in self.rows if math.isfinite(r["ratio"])), default=1.0)
+        th = "".join(f"<th style='text-align:{'left' if i == 0 else 'right'};padding:2px 10px'>"
+                     f"{html.escape(h)}</th>" for i, h in enumerate(head))
+        body = []
+        for r, c in zip(self.rows, self._cells()):
+            if not has_tp:
+                c = c[:4] + c[5:]
+            width = 0 if not math.isfinite(r["ratio"]) else max(2, int(80 * r["ratio"] / maxr))
+            color = "#8c8c8c" if r["name"] == self.baseline else "#3b6ea8"
+            bar = (f"<span style='display:inline-block;width:{width}px;height:0.8em;"
+                   f"background:{color};margin-right:6px;vertical-align:middle'></span>")
+            tds = [f"<td style='text-align:left;padding:2px 10px'><b>{html.escape(c[0])}</b></td>"]
+            tds += [f"<td style='text-align:right;padding:2px 10px'>{html.escape(v)}</td>" for v in c[1:-1]]
+            tds.append(f"<td style='text-align:left;padding:2px 10px'>{bar}{html.escape(c[-1])}</td>")
+            body.append("<tr>" + "".join(tds) + "</tr>")
+        cap = (f"<caption style='text-align:left;font-weight:bold'>{html.escape(self.label)}</caption>"
+               if self.label else "")
+        return (f"<table class='labkit-bench' style='border-collapse:collapse'>{cap}"
+                f"<thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+                f"<div style='font-size:smaller;color:#666'>{html.escape(self._footer())}</div>")
+
+    def plot(self, ax=None):
+        """Speedup bars (ratio vs baseline) via labkit.plots.speedup_bars; returns the Axes."""
+        from .. import plots
+        return plots.speedup_bars(self.names, [r["ratio"] for r in self.rows], ax=ax,
+                                  title=self.label, baseline=self.baseline)
+
+
+class SweepResult:
+    """Result of bench.sweep: time (and throughput) per parameter value, with text/HTML/plot views."""
+
+    def __init__(self, name: str, param: str, values: list, timings: list[Timing],
+                 work: list[float] | None, unit: str):
+        self.name = name
+        self.param = param
+        self.values = list(values)
+        self.timings = timings
+        self.compile_s = [t.compile_s for t in timings]
+        self.median_s = [t.median_s for t in timings]
+        self.q1_s = [t.q1_s for t in timings]
+        self.q3_s = [t.q3_s for t in timings]
+        self.work = work
+        self.unit = unit
+        self.throughput = ([w / m if m > 0 else float("inf") for w, m in zip(work, self.median_s)]
+                           if work is not None else None)
+
+    @property
+    def best(self):
+        """Parameter value with the lowest median time per call (or highest throughput if work given)."""
+        if self.throughput is not None:
+            return self.values[int(np.argmax(self.throughput))]
+        return self.values[int(np.argmin(self.median_s))]
+
+    def to_dict(self) -> dict:
+        """Plain-data copy: param, values, median_s, q1_s, q3_s, compile_s, throughput, unit."""
+        return {"name": self.name, "param": self.param, "values": list(self.values),
+                "median_s": self.median_s, "q1_s": self.q1_s, "q3_s": self.q3_s,
+                "compile_s": self.compile_s, "throughput": self.throughput, "unit": self.unit}
+
+    def _cells(self) -> list[list[str]]:
+        rows = []
+        for i, v in enumerate(self.values):
+            t = self.timings[i]
+            row = [str(v), format_time(t.median_s),
+                   f"{t.spread * 100:.1f} %" if math.isfinite(t.spread) else "–"]
+            if self.throughput is not None:
+                row.append(format_throughput(self.throughput[i], self.unit))
+            row.append("◀ best" if v == self.best else "")
+            rows.append(row)
+        return rows
+
+    def _head(self) -> list[str]:
+        h = [self.param, "median", "spread"]
+        if self.throughput is not None:
+            h.append("throughput")
+        return h + [""]
+
+    def __str__(self) -> str:
+        """Text table for terminals."""
+        head, cells = self._head(), self._cells()
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+        fmt = lambda vals: "  ".join(  # noqa: E731
+            [vals[0].rjust(widths[0])] + [v.rjust(w) for v, w in zip(vals[1:-1], widths[1:-1])] + [vals[-1]]
+        ).rstrip()
+        lines = [f"sweep of {self.name} over {self.param}", fmt(head),
+                 "  ".join("-" * w for w in widths[:-1])]
+        lines += [fmt(c) for c in cells]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        """Text table (same as str)."""
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        """HTML table for Jupyter."""
+        head, cells = self._head(), self._cells()
+        th = "".join(f"<th style='text-align:right;padding:2px 10px'>{html.escape(h)}</th>" for h in head)
+        trs = "".join("<tr>" + "".join(f"<td style='text-align:right;padding:2px 10px'>{html.escape(c)}</td>"
+                                       for c in row) + "</tr>" for row in cells)
+        cap = f"<caption style='text-align:left;font-weight:bold'>sweep of {html.escape(self.name)} over {html.escape(self.param)}</caption>"
+        return f"<table class='labkit-sweep' style='border-collapse:collapse'>{cap}<thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+    def plot(self, ax=None):
+        """Throughput (or time per call) vs the parameter via labkit.plots; returns the Axes."""
+        from .. import plots
+        numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                      for v in self.values)
+        x = self.values if numeric else list(range(len(self.values)))
+        if self.throughput is not None:
+            ax = plots.throughput_vs(x, {self.name: self.throughput}, xlabel=self.param, unit=self.unit,
+                                     ax=ax, logx=numeric and _looks_geometric(self.values))
+        else:
+            ax = plots.throughput_vs(x, {self.name: self.median_s}, xlabel=self.param, unit="s",
+                                     ax=ax, logx=numeric and _looks_geometric(self.values),
+                                     ylabel="time per call (s)")
+        if not numeric:
+            ax.set_xticks(x)
+            ax.set_xticklabels([str(v) for v in self.values])
+        return ax
+
+
+def _looks_geometric(values: Sequence) -> bool:
+    v = [float(x) for x in values]
+    if len(v) < 3 or min(v) <= 0:
+        return False
+    return max(v) / min(v) >= 16

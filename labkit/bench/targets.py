@@ -1,0 +1,95 @@
+"""A lab's performance targets (its issue's numbers), checked against what its
+``run_benchmark()`` returned."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from .results import BenchResult
+
+__all__ = ["Target", "ratio_of", "throughput_of", "check_targets"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One performance target of a lab (its issue's number), checked against the dict that the
+    lab's ``run_benchmark()`` returns: ``measure(results)`` → the measured value, or None when
+    that run did not measure it (a missing peer). ``at_most``: the value must stay below
+    ``need`` (memory, time) instead of reaching it. ``size``: the ``labkit bench --size`` the
+    target is stated for (None: the lab's default)."""
+
+    claim: str
+    need: float
+    measure: Callable[[Mapping[str, Any]], float | None]
+    unit: str = "×"
+    at_most: bool = False
+    size: str | None = None
+
+    def check(self, results: Mapping[str, Any]) -> tuple[float | None, bool | None]:
+        """(measured value, met?) — (None, None) when not measured."""
+        value = self.measure(results)
+        if value is None or not math.isfinite(value):
+            return None, None
+        return float(value), (value < self.need if self.at_most else value >= self.need)
+
+
+def _pick(items: Sequence[str], key: str) -> str | None:
+    """``key`` itself if present, else the first item starting with it."""
+    if key in items:
+        return key
+    return next((k for k in items if isinstance(k, str) and k.startswith(key)), None)
+
+
+def _table(results: Mapping[str, Any], table: str) -> BenchResult | None:
+    """The BenchResult whose key is (or starts with) ``table``, or None."""
+    k = _pick(list(results), table)
+    return results[k] if k is not None and isinstance(results[k], BenchResult) else None
+
+
+def ratio_of(table: str, name: str, baseline: str | None = None) -> Callable:
+    """Target measure: ``name``'s ratio over ``baseline`` (default: the table's baseline) in the
+    table whose key is (or starts with) ``table``; row names may be given by prefix too."""
+    def measure(results):
+        res = _table(results, table)
+        if res is None:
+            return None
+        n = _pick(res.names, name)
+        b = res.baseline if baseline is None else _pick(res.names, baseline)
+        return None if n is None or b is None else res.ratio(n, b)
+    return measure
+
+
+def throughput_of(table: str, name: str, scale: float = 1.0) -> Callable:
+    """Target measure: ``name``'s throughput (work items per second) ÷ ``scale``."""
+    def measure(results):
+        res = _table(results, table)
+        if res is None:
+            return None
+        n = _pick(res.names, name)
+        t = None if n is None else res.throughput(n)
+        return None if t is None else t / scale
+    return measure
+
+
+def check_targets(targets: Sequence[Target], results: Mapping[str, Any]) -> list[dict]:
+    """Each target's claim, need, measured value and verdict (True / False / None = not measured)."""
+    out = []
+    for t in targets:
+        value, ok = t.check(results)
+        out.append({"claim": t.claim, "need": t.need, "unit": t.unit, "at_most": t.at_most,
+                    "value": value, "met": ok})
+    return out
+
+
+def _format_target(row: dict) -> str:
+    def num(v):
+        return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+    need = f"{'<' if row['at_most'] else '≥'} {num(row['need'])}{row['unit']}"
+    if row["met"] is None:
+        return f"  –  {row['claim']}: {need}; not measured in this run"
+    mark = "✔" if row["met"] else "✘"
+    got = num(row["value"])
+    if got == num(row["need"]):              # e.g. 1.7996 vs 1.8: show the digits that decide
+        got = f"{row['value']:.4f}"
+    return f"  {mark}  {row['claim']}: {need}, measured {got}{row['unit']}"
