@@ -1,0 +1,29 @@
+"""Look inside numba functions: LLVM IR, assembly, vector-width reports, cross-CPU compiles,
+the vectoriser's own remarks per loop, and source ↔ assembly annotation.
+
+The package, by concern (each module's docstring says how it gets its text):
+
+* :mod:`.ir` — which compiled overload to read (a fresh copy when numba's disk cache hides the
+  code); ``llvm_ir`` / ``asm``.
+* :mod:`.vector` — the SIMD instruction classifier; ``vector_report`` / ``vector_report_from_asm``.
+* :mod:`.retarget` — ``compile_for`` another CPU from numba's unoptimised IR; ``known_cpus``.
+* :mod:`.views` — ``show`` (highlighted listing, hot loop found) and ``diff``.
+* :mod:`.remarks` — the loop vectoriser's remarks explained; ``remarks``, ``explain``.
+* :mod:`.annotate` — source lines with their loop verdicts and assembly; ``annotate``.
+
+Everything public is re-exported here: ``from labkit import inspect as lk; lk.vector_report(fn)``.
+"""
+from __future__ import annotations
+
+from .annotate import Annotation, annotate
+from .ir import asm, llvm_ir
+from .remarks import EXPLANATIONS, LoopRemark, Remarks, explain, remarks
+from .retarget import compile_for, known_cpus
+from .vector import VectorReport, vector_report, vector_report_from_asm
+from .views import Diff, Listing, diff, show
+
+__all__ = [
+    "llvm_ir", "asm", "vector_report", "vector_report_from_asm", "VectorReport",
+    "compile_for", "show", "Listing", "diff", "Diff", "remarks", "Remarks", "LoopRemark",
+    "annotate", "Annotation", "EXPLANATIONS", "explain", "known_cpus",
+]
