@@ -1,15 +1,19 @@
 """labkit: hands-on CPU performance-engineering labs in Jupyter, built on numba.
 
 Submodules load on first use (``labkit.bench``, ``labkit.inspect``, ``labkit.check``, …), so
-``import labkit`` stays quick.
+``import labkit`` stays quick. The labs (``labkit.alignment`` …) are the ones
+``labkit.registry`` lists.
 """
 import importlib
 
+from labkit import registry
+
 __version__ = "0.1.0"
 
-_SUBMODULES = ("bench", "check", "hardware", "inspect", "plots", "widgets", "release", "grade",
-               "lesson00", "alignment", "bspline", "pcc", "epistasis")
-__all__ = ["__version__", *_SUBMODULES]
+_TOOLS = ("bench", "check", "hardware", "hints", "inspect", "plots", "widgets", "release",
+          "grade")
+_SUBMODULES = (*_TOOLS, *registry.names())
+__all__ = ["__version__", "registry", *_SUBMODULES]
 
 
 def __getattr__(name):

@@ -1,0 +1,40 @@
+import pytest
+
+from labkit import hints
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    hints.reset()
+    yield
+    hints.reset()
+
+
+def test_tiers_revealed_one_at_a_time():
+    hints.define("toy_ex", "the concept", "the approach", "the near code")
+    assert hints.tiers("toy_ex") == 3
+    assert hints.seen("toy_ex") == 1                 # the stub shows tier 1
+    assert "stuck? hints.next('toy_ex') shows hint 2 of 3 (approach)" == hints.pointer("toy_ex")
+    h = hints.next("toy_ex")
+    assert (h.tier, h.text) == (2, "the approach")
+    assert "hint 2 of 3 (approach)" in str(h) and "hints.next('toy_ex')" in str(h)
+    assert "<b>" in h._repr_html_()
+    h = hints.next("toy_ex")
+    assert (h.tier, h.text) == (3, "the near code")
+    assert "last hint" in str(h)
+    assert hints.pointer("toy_ex") == ""
+    assert hints.next("toy_ex").tier == 3            # stays at the last one
+
+
+def test_show_given_tier_and_errors():
+    hints.define("toy_two", "only concept", "and approach")
+    assert hints.show("toy_two", 1).text == "only concept"
+    with pytest.raises(ValueError, match="hints 1…2, not 3"):
+        hints.show("toy_two", 3)
+    with pytest.raises(KeyError, match="no hints for 'nosuch'"):
+        hints.get("nosuch")
+    with pytest.raises(ValueError, match="exercise name"):
+        hints.define("not a name", "x")
+    with pytest.raises(ValueError, match="non-empty"):
+        hints.define("toy_three", "  ")
+    assert hints.pointer("undefined_ex") == ""
