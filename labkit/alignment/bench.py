@@ -1,0 +1,116 @@
+"""`labkit bench alignment`: ``run_benchmark`` (the steps on one 16 × 200 batch, ``align``
+against parasail, 1 vs 2 threads) and ``TARGETS``; ``throughput`` and ``cpu_compare`` for the
+notebook."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from labkit import bench
+from labkit.bench import Target, ratio_of
+
+from . import Inputs, align, make_inputs, reference, validate
+from .kernels import (align_batched_serial, align_scalar, align_transposed,
+                      align_transposed_promoted, transpose_batch)
+from .scoring import ALPHABET
+
+__all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput"]
+
+
+def _seed_args(inputs: Inputs):
+    """Arguments for the step kernels: untransposed for scalar, transposed for the others."""
+    s1T, s2T = transpose_batch(inputs.seqs1), transpose_batch(inputs.seqs2)
+    return {
+        "scalar": (align_scalar, (inputs.seqs1, inputs.seqs2, inputs.scoring)),
+        "transposed_promoted": (align_transposed_promoted, (s1T, s2T, inputs.scoring)),
+        "transposed": (align_transposed, (s1T, s2T, inputs.scoring)),
+        "batched": (align_batched_serial, (inputs.seqs1, inputs.lens1, inputs.seqs2, inputs.lens2,
+                                    inputs.scoring, max(16, inputs.pairs))),
+    }
+
+
+def _parasail_fn(inputs: Inputs):
+    """A zero-argument function aligning every pair with parasail nw_scan_16 (None if absent)."""
+    try:
+        import parasail
+    except ImportError:
+        return None
+    mt, mm, go, ge = inputs.scoring.ints()
+    matrix = parasail.matrix_create(ALPHABET, mt, mm)
+    s1, s2 = inputs.strings()
+    nw = parasail.nw_scan_16
+
+    def run_parasail():
+        return np.array([nw(a, b, -go, -ge, matrix).score for a, b in zip(s1, s2)], np.int32)
+    return run_parasail
+
+
+def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float = 0.1,
+                label: str | None = None, baseline: str | None = None):
+    """``bench.compare`` of zero-argument functions in *process CPU seconds* per call
+    (interleaved repeats, ``clock="cpu"``): robust to other jobs sharing the cores."""
+    return bench.compare(functions, (), clock="cpu", work=work, unit="alignments",
+                         repeat=repeat, min_time=min_cpu, label=label, baseline=baseline)
+
+
+#: The lab's performance targets (its issue), checked by `labkit bench alignment`.
+TARGETS = [
+    Target("align_transposed vs align_scalar, 16 × 200", 8, ratio_of("steps", "transposed", "scalar")),
+    Target("align vs parasail nw_scan_16, 4096 × 200, 1 thread, transposition included", 5,
+           ratio_of("vs parasail", "labkit align (1 thread)", "parasail nw_scan_16")),
+    Target("2 threads vs 1, 4096 × 200", 1.8, ratio_of("threads", "2 threads", "1 thread")),
+]
+
+
+def run_benchmark(size=None, repeat: int = 5):
+    """`labkit bench alignment`: the steps on one 16×200 batch (``size`` overrides), the best kernel
+    against parasail on 4096 × 200 pairs (1024 × 100 for "small", 10000 × 200 for "large"; single
+    thread, transposition included; wall clock and CPU time) and 1 vs 2 threads → dict of BenchResult."""
+    steps_in = make_inputs(size or "seed", seed=0)
+    expected = reference(steps_in)
+    steps = bench.compare(_seed_args(steps_in), baseline="scalar", repeat=repeat,
+                          work=steps_in.pairs, unit="alignments",
+                          validate=lambda r: validate(r, expected),
+                          label=f"steps, {steps_in.pairs} pairs × {steps_in.seqs1.shape[1]} (1 thread)")
+    out = {"steps": steps}
+
+    npairs = {"small": 1024, "large": 10000}.get(size, 4096)
+    big = make_inputs({"pairs": npairs, "length": 100 if size == "small" else 200}, seed=1)
+    s1, s2 = big.seqs1, big.seqs2
+    big_expected = None
+    fns = {}
+    par = _parasail_fn(big)
+    if par is not None:
+        fns["parasail nw_scan_16"] = par
+        big_expected = par()
+    fns["labkit align (1 thread)"] = lambda: align(s1, s2, big.scoring, threads=1)
+    res = bench.compare(fns, (), repeat=repeat, work=big.pairs, unit="alignments",
+                        validate=(lambda r: validate(r, big_expected)) if big_expected is not None else None,
+                        label=f"vs parasail, {big.pairs} pairs × {s1.shape[1]}, single thread, "
+                              f"transposition included")
+    out["vs parasail"] = res
+    out["vs parasail, CPU time"] = cpu_compare(
+        fns, work=big.pairs, repeat=repeat,
+        label="the same, process CPU seconds per call (robust to other jobs on the cores)")
+    nthreads = min(2, numba.config.NUMBA_NUM_THREADS)
+    if nthreads > 1:
+        one = lambda: align(s1, s2, big.scoring, threads=1)            # noqa: E731
+        many = lambda: align(s1, s2, big.scoring, threads=nthreads)    # noqa: E731
+        out["threads"] = bench.compare(
+            {"1 thread": one, f"{nthreads} threads": many}, (), repeat=repeat, work=big.pairs,
+            unit="alignments", label=f"threads, {big.pairs} pairs × {s1.shape[1]} (wall clock: "
+                                     f"needs idle cores to show the speedup)")
+        out["threads, CPU time"] = cpu_compare(
+            {"1 thread": one, f"{nthreads} threads": many}, work=big.pairs, repeat=repeat,
+            label=f"CPU seconds of all threads: ratio = parallel efficiency; wall-clock speedup on "
+                  f"idle cores ≈ {nthreads} × ratio")
+    return out
+
+
+def throughput(lanes: int = 64, threads: int = 1, pairs: int = 1024, length: int = 200,
+               repeat: int = 3) -> dict:
+    """Alignments/s of ``align`` for one lanes/threads setting (the notebook's tuner calls it)."""
+    inp = make_inputs({"pairs": int(pairs), "length": int(length)}, seed=2)
+    t = bench.timeit(lambda: align(inp.seqs1, inp.seqs2, inp.scoring, lanes=int(lanes),
+                                   threads=int(threads)), repeat=repeat, min_time=0.05)
+    return {"throughput": inp.pairs / t.median_s, "µs per pair": t.median_s / inp.pairs * 1e6}
