@@ -1,9 +1,14 @@
-"""Tests for labkit.hardware: probing, fallbacks, feature lookup, summary, doctor."""
+"""Tests for labkit.hardware: probing, fallbacks, feature lookup, native width, summary, doctor."""
+import platform
 import subprocess
+import sys
 
+import numba
+import numpy as np
 import pytest
 
 from labkit import hardware
+from labkit.hardware import _doctor, probe, roof
 
 
 def test_info_structure():
@@ -58,11 +63,11 @@ def test_summary_is_one_line():
 
 
 def test_size_parsing():
-    assert hardware._size("32K") == 32768
-    assert hardware._size("1024K") == 1 << 20
-    assert hardware._size("32 MiB") == 32 << 20
-    assert hardware._size("512") == 512
-    assert hardware._size("garbage") is None
+    assert probe._size("32K") == 32768
+    assert probe._size("1024K") == 1 << 20
+    assert probe._size("32 MiB") == 32 << 20
+    assert probe._size("512") == 512
+    assert probe._size("garbage") is None
 
 
 CPUINFO = """processor\t: 0
@@ -81,8 +86,8 @@ flags\t\t: fpu sse4_2 avx avx2 fma popcnt
 
 
 def test_cpuinfo_parsing(monkeypatch):
-    monkeypatch.setattr(hardware, "_read", lambda p: CPUINFO if p == "/proc/cpuinfo" else None)
-    name, flags, phys = hardware._cpuinfo()
+    monkeypatch.setattr(probe, "_read", lambda p: CPUINFO if p == "/proc/cpuinfo" else None)
+    name, flags, phys = probe._cpuinfo()
     assert name == "Test CPU 9000" and "avx2" in flags and "avx512f" not in flags and phys == 1
 
 
@@ -91,12 +96,12 @@ def test_lscpu_fallback(monkeypatch):
            "L1i 32768 65536 8 Instruction 1\nL2 1048576 2097152 8 Unified 2\nL3 33554432 33554432 16 Unified 3\n")
     monkeypatch.setattr(subprocess, "run",
                         lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=out, stderr=""))
-    assert hardware._lscpu_caches() == {"l1d": 32768, "l2": 1 << 20, "l3": 32 << 20}
+    assert probe._lscpu_caches() == {"l1d": 32768, "l2": 1 << 20, "l3": 32 << 20}
 
 
 def test_probe_without_proc_and_sys(monkeypatch):
-    monkeypatch.setattr(hardware, "_read", lambda p: None)
-    monkeypatch.setattr(hardware, "_lscpu_caches", lambda: {})
+    monkeypatch.setattr(probe, "_read", lambda p: None)
+    monkeypatch.setattr(probe, "_lscpu_caches", lambda: {})
     try:
         hw = hardware.info(refresh=True)
         assert hw.cpu and hw.logical_cores >= 1
@@ -125,7 +130,7 @@ def test_doctor_full(capsys):
 
 
 def test_doctor_fails_with_advice(monkeypatch, capsys):
-    monkeypatch.setattr(hardware, "_check_import",
+    monkeypatch.setattr(_doctor, "_check_import",
                         lambda mod, min_major=None: (False, f"cannot import {mod}: ImportError"))
     assert hardware.doctor(["doctor"]) == 1
     out = capsys.readouterr().out
@@ -145,8 +150,54 @@ def test_machine_limits_and_their_errors():
 
 
 def test_doctor_measure(monkeypatch, capsys):
-    monkeypatch.setattr(hardware, "measure_bandwidth", lambda: 30.0)
-    monkeypatch.setattr(hardware, "measure_fma_rate", lambda: 60.0)
+    monkeypatch.setattr(roof, "measure_bandwidth", lambda: 30.0)
+    monkeypatch.setattr(roof, "measure_fma_rate", lambda: 60.0)
     assert hardware.doctor(["--measure", "--no-smoke"]) == 0
     out = capsys.readouterr().out
     assert "30.0 GB/s" in out and "60.0 GFLOP/s" in out and "ridge at 2.0 FLOP/byte" in out
+
+
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+def test_native_vector_bits_follows_numbas_isa(monkeypatch):
+    monkeypatch.delenv("LABKIT_NATIVE_BITS", raising=False)
+    monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
+    bits = hardware.native_vector_bits()
+    if X86:
+        want = 512 if hardware.has("avx512f") else 256 if hardware.has("avx2") or hardware.has("avx") else 128
+        assert bits == want
+        # numba compiles for NUMBA_CPU_FEATURES when it is set, so the width follows it
+        for feats, want in (("+sse2,+avx,+avx2,-avx512f", 256), ("+avx2,+avx512f", 512),
+                            ("+sse2,-avx,-avx2,-avx512f", 128), ("+avx,-avx2", 256)):
+            monkeypatch.setenv("NUMBA_CPU_FEATURES", feats)
+            assert hardware.native_vector_bits() == want, feats
+    else:
+        assert bits == 128  # NEON
+
+
+def test_native_width_override_and_lanes(monkeypatch):
+    monkeypatch.setenv("LABKIT_NATIVE_BITS", "128")  # a simulated SSE2/NEON host
+    assert hardware.native_vector_bits() == 128
+    assert hardware.native_lanes(np.int16) == 8 and hardware.native_lanes("float64") == 2
+    assert hardware.native_lanes(numba.float32) == 4 and hardware.native_lanes(np.dtype("uint8")) == 16
+    monkeypatch.setenv("LABKIT_NATIVE_BITS", "512")
+    assert hardware.native_lanes("int16") == 32 and hardware.native_lanes(np.float64) == 8
+    monkeypatch.setenv("LABKIT_NATIVE_BITS", " 256 ")
+    assert hardware.native_lanes(np.int16) == 16
+    for bad in ("wide", "100", "0", "-128", "4096"):
+        monkeypatch.setenv("LABKIT_NATIVE_BITS", bad)
+        with pytest.raises(ValueError, match="LABKIT_NATIVE_BITS"):
+            hardware.native_vector_bits()
+    monkeypatch.delenv("LABKIT_NATIVE_BITS")
+    for bad in ("garbage", "U3", object, 3.5):
+        with pytest.raises(TypeError, match="dtype"):
+            hardware.native_lanes(bad)
+
+
+def test_hardware_imports_neither_numba_nor_bench():
+    code = ("import sys, labkit.hardware as h; assert 'numba' not in sys.modules, 'numba'; "
+            "h.measure_fma_rate(repeat=1); h.measure_bandwidth(mib=1, repeat=1); "
+            "assert not [m for m in sys.modules if m.startswith('labkit.bench')], 'bench'")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr

@@ -1,4 +1,5 @@
-"""Tiny parallel numba kernel used by `labkit doctor` as a smoke test (own module so cache=True works)."""
+"""Tiny parallel numba kernel used by `labkit doctor` as a smoke test (own module: imported on first
+use, so `import labkit.hardware` does not import numba)."""
 from numba import njit, prange
 
 

@@ -1,10 +1,5 @@
-"""What machine are we on: CPU name, cores, caches, ISA features, toolchain versions; `labkit doctor`.
-
->>> from labkit import hardware
->>> hardware.info().l2              # bytes per core
->>> hardware.has("avx512_vpopcntdq")
->>> print(hardware.summary())       # one line for benchmark reports
-"""
+"""Probe this machine: CPU name, cores, caches, ISA features (``/proc/cpuinfo``, ``/sys``, ``lscpu``,
+llvmlite's host data), numba's target, and the native SIMD width → :class:`HardwareInfo`."""
 from __future__ import annotations
 
 import functools
@@ -15,10 +10,7 @@ import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
-
-__all__ = ["HardwareInfo", "info", "has", "summary", "doctor", "measure_bandwidth",
-           "measure_fma_rate", "FEATURES", "MEANING", "main"]
+from typing import Any
 
 # ISA features that matter for the labs, in the spelling of /proc/cpuinfo.
 FEATURES = ("sse4_2", "popcnt", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
@@ -370,110 +362,86 @@ def summary() -> str:
     return info().summary()
 
 
-# --------------------------------------------------------------------------- doctor
+# --------------------------------------------------------------------------- native vector width
 
-def _positive_int(name: str, value, what: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int{what}, got {value!r}")
-
-
-def measure_bandwidth(mib: int = 96, repeat: int = 7) -> float:
-    """Single-thread memory bandwidth in GB/s from a STREAM-style triad ``a = b + s·c`` on
-    arrays far beyond the last-level cache (3 arrays × 8 bytes per element; best of repeats,
-    as STREAM reports, since a shared machine only ever slows a run down)."""
-    _positive_int("mib", mib, " (MiB per array)")
-    _positive_int("repeat", repeat)
-    from labkit import _limits
-
-    return _limits.bandwidth(mib, repeat)
+_X86 = ("x86_64", "amd64", "i686", "i386", "x86")
+_ARM = ("aarch64", "arm64", "armv8", "armv8l", "armv7l", "arm")
 
 
-def measure_fma_rate(repeat: int = 7) -> float:
-    """Single-thread double-precision FMA throughput in GFLOP/s (FMA = 2 FLOP; best of repeats)."""
-    _positive_int("repeat", repeat)
-    from labkit import _limits
-
-    return _limits.fma_rate(repeat)
-
-
-def _smoke_kernel():
-    from ._doctor_kernel import parallel_sum
-    return parallel_sum
-
-
-def _check_numba() -> tuple[bool, str]:
-    try:
-        import numpy as np
-        fn = _smoke_kernel()
-        x = np.arange(10_000, dtype=np.float64)
-        got = fn(x)
-        want = float(x.sum())
-        if abs(got - want) > 1e-6 * want:
-            return False, f"parallel kernel returned {got}, expected {want}"
-        import numba
-        layer = numba.threading_layer()
-        return True, f"numba compiled and ran a parallel kernel ({numba.get_num_threads()} threads, {layer} layer)"
-    except Exception as e:
-        return False, f"numba could not compile/run a parallel kernel: {type(e).__name__}: {e}"
+def _numba_features() -> dict[str, bool] | None:
+    """The features numba compiles for, in LLVM spelling: ``NUMBA_CPU_FEATURES`` when set (numba
+    then uses exactly that string), else None (numba uses the host's own features)."""
+    text = os.environ.get("NUMBA_CPU_FEATURES")
+    if not text:
+        return None
+    feats: dict[str, bool] = {}
+    for f in text.split(","):
+        f = f.strip()
+        if f[:1] in "+-" and len(f) > 1:
+            feats[f[1:].lower()] = f[0] == "+"
+    return feats
 
 
-def _check_import(mod: str, min_major: int | None = None) -> tuple[bool, str]:
-    try:
-        m = __import__(mod)
-    except Exception as e:
-        return False, f"cannot import {mod}: {type(e).__name__}: {e}"
-    ver = getattr(m, "__version__", "?")
-    if min_major is not None:
+def native_vector_bits() -> int:
+    """Width in bits of the widest SIMD registers numba compiles for on this machine.
+
+    512 with AVX-512 (``avx512f``), 256 with AVX or AVX2, 128 otherwise on x86-64 (SSE2 is the
+    baseline) and on ARM (NEON; numba's code for fixed-length vectors is NEON even on SVE
+    hardware), 128 on any other architecture.  The features are numba's: ``NUMBA_CPU_FEATURES``
+    when it is set (as numba uses it), else the host's.  ``LABKIT_NATIVE_BITS=128`` (or 256, 512…)
+    overrides the answer, e.g. for tests that simulate a 128-bit host.
+
+    This is the *register* width.  LLVM's tuning for Intel AVX-512 server parts (skylake-avx512 …
+    sapphirerapids, emeraldrapids) prefers 256-bit vectors, so ``inspect.vector_report`` of an
+    auto-vectorised loop there usually says 256 on a host where this says 512.
+
+    >>> hardware.native_vector_bits()         # doctest: +SKIP
+    512
+    """
+    env = os.environ.get("LABKIT_NATIVE_BITS", "").strip()
+    if env:
         try:
-            if int(str(ver).split(".")[0]) < min_major:
-                return False, f"{mod} {ver} is too old; labkit needs {mod} ≥ {min_major}"
+            bits = int(env)
         except ValueError:
-            pass
-    return True, f"{mod} {ver} importable"
+            bits = 0
+        if bits < 64 or bits % 64 or bits > 2048:
+            raise ValueError(f"LABKIT_NATIVE_BITS must be a vector width in bits such as 128, 256 "
+                             f"or 512, got {env!r}")
+        return bits
+    machine = platform.machine().lower()
+    if machine in _X86:
+        feats = _numba_features()
+        if feats is None:
+            hw = info()
+            def on(name):
+                return hw.has(name)
+        else:
+            def on(name):
+                return feats.get(_LLVM_NAMES.get(name, name), False)
+        if on("avx512f"):
+            return 512
+        if on("avx2") or on("avx"):
+            return 256
+        return 128
+    return 128  # NEON (AArch64), and the narrowest common SIMD elsewhere
 
 
-def doctor(argv: Sequence[str] | None = None) -> int:
-    """`labkit doctor`: print versions, CPU, caches, ISA features with meaning, smoke-test → exit code."""
-    import argparse
+def native_lanes(dtype) -> int:
+    """How many elements of ``dtype`` fit in one native vector register:
+    ``native_vector_bits() // (8 * itemsize)`` — e.g. 32 int16 lanes with AVX-512, 16 with AVX2,
+    8 with SSE2 or NEON.  ``dtype`` is anything ``numpy.dtype`` accepts (``np.int16``, ``"float64"``)
+    or a numba scalar type (``numba.int16``).
+    """
+    import numpy as np
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "doctor":
-        argv = argv[1:]
-    p = argparse.ArgumentParser(prog="labkit doctor", description="Check that labkit works on this machine.")
-    p.add_argument("--no-smoke", action="store_true", help="skip the numba/Jupyter smoke tests")
-    p.add_argument("--measure", action="store_true",
-                   help="also measure one core's memory bandwidth and FMA rate (a few seconds): "
-                        "the two roofs of a roofline")
-    ns = p.parse_args(argv)
-
-    hw = info()
-    print("\n".join(_describe(hw)))
-    missing = [f for f in FEATURES if not hw.features.get(f)]
-    if missing and hw.machine in ("x86_64", "AMD64"):
-        print("  (missing features: the labs still run with narrower vectors; use "
-              "labkit.inspect.compile_for(fn, 'znver4') to see the wider code)")
-    if ns.measure:
-        bw, peak = measure_bandwidth(), measure_fma_rate()
-        print(f"one core  {bw:.1f} GB/s memory bandwidth (triad, 96 MiB arrays), {peak:.1f} GFLOP/s "
-              f"float64 FMA; ridge at {peak / bw:.1f} FLOP/byte (best of 7)")
-    if ns.no_smoke:
-        return 0
-
-    print("checks:")
-    checks = [
-        ("numba", _check_numba(), "reinstall: `make install` (or `.venv/bin/pip install -e .[test]`)"),
-        ("jupyterlab", _check_import("jupyterlab", 4), "install JupyterLab ≥ 4: `make install`"),
-        ("ipywidgets", _check_import("ipywidgets", 8), "install ipywidgets ≥ 8: `make install`"),
-        ("matplotlib", _check_import("matplotlib"), "install matplotlib: `make install`"),
-    ]
-    ok = True
-    for _name, (good, msg), advice in checks:
-        print(f"  {'✔' if good else '✘'} {msg}")
-        if not good:
-            print(f"      → {advice}")
-            ok = False
-    print("labkit is ready." if ok else "labkit is NOT ready: fix the ✘ lines above, then run `labkit doctor` again.")
-    return 0 if ok else 1
-
-
-main = doctor
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        try:
+            dt = np.dtype(str(dtype))
+        except TypeError:
+            raise TypeError(f"dtype must be a numpy dtype or scalar type such as np.int16 or "
+                            f"'float64', got {dtype!r}") from None
+    if dt.itemsize == 0 or dt.kind in "OUSV":
+        raise TypeError(f"dtype must be a numeric scalar type such as np.int16, got {dt}")
+    return max(1, native_vector_bits() // (8 * dt.itemsize))

@@ -1,0 +1,23 @@
+"""What machine are we on: CPU name, cores, caches, ISA features, toolchain versions; `labkit doctor`.
+
+>>> from labkit import hardware
+>>> hardware.info().l2              # bytes per core
+>>> hardware.has("avx512_vpopcntdq")
+>>> print(hardware.summary())       # one line for benchmark reports
+>>> hardware.native_lanes("int16")  # int16 elements per native vector register (16 with AVX2)
+
+The package, by concern: :mod:`.probe` (CPU, caches, ISA features, native vector width),
+:mod:`.roof` (one core's memory bandwidth and FMA rate, the two roofs of a roofline) and
+:mod:`._doctor` (what `labkit doctor` prints and checks).  Importing it does not import numba.
+"""
+from __future__ import annotations
+
+from ._doctor import doctor
+from .probe import (FEATURES, MEANING, HardwareInfo, has, info, native_lanes, native_vector_bits,
+                    summary)
+from .roof import measure_bandwidth, measure_fma_rate
+
+__all__ = ["HardwareInfo", "info", "has", "summary", "doctor", "measure_bandwidth",
+           "measure_fma_rate", "native_vector_bits", "native_lanes", "FEATURES", "MEANING", "main"]
+
+main = doctor

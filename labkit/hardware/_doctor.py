@@ -1,0 +1,92 @@
+"""`labkit doctor`: what this machine is (versions, CPU, caches, ISA features with what they mean for
+the labs), optionally one core's roofline limits, and smoke tests with advice → exit code."""
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from . import roof
+from .probe import FEATURES, _describe, info
+
+
+def _smoke_kernel():
+    from ._smoke import parallel_sum  # numba on first use only
+    return parallel_sum
+
+
+def _check_numba() -> tuple[bool, str]:
+    try:
+        import numpy as np
+        fn = _smoke_kernel()
+        x = np.arange(10_000, dtype=np.float64)
+        got = fn(x)
+        want = float(x.sum())
+        if abs(got - want) > 1e-6 * want:
+            return False, f"parallel kernel returned {got}, expected {want}"
+        import numba
+        layer = numba.threading_layer()
+        return True, f"numba compiled and ran a parallel kernel ({numba.get_num_threads()} threads, {layer} layer)"
+    except Exception as e:
+        return False, f"numba could not compile/run a parallel kernel: {type(e).__name__}: {e}"
+
+
+def _check_import(mod: str, min_major: int | None = None) -> tuple[bool, str]:
+    try:
+        m = __import__(mod)
+    except Exception as e:
+        return False, f"cannot import {mod}: {type(e).__name__}: {e}"
+    ver = getattr(m, "__version__", "?")
+    if min_major is not None:
+        try:
+            if int(str(ver).split(".")[0]) < min_major:
+                return False, f"{mod} {ver} is too old; labkit needs {mod} ≥ {min_major}"
+        except ValueError:
+            pass
+    return True, f"{mod} {ver} importable"
+
+
+def doctor(argv: Sequence[str] | None = None) -> int:
+    """`labkit doctor`: print versions, CPU, caches, ISA features with meaning, smoke-test → exit code."""
+    import argparse
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "doctor":
+        argv = argv[1:]
+    p = argparse.ArgumentParser(prog="labkit doctor", description="Check that labkit works on this machine.")
+    p.add_argument("--no-smoke", action="store_true", help="skip the numba/Jupyter smoke tests")
+    p.add_argument("--measure", action="store_true",
+                   help="also measure one core's memory bandwidth and FMA rate (a few seconds): "
+                        "the two roofs of a roofline")
+    ns = p.parse_args(argv)
+
+    hw = info()
+    print("\n".join(_describe(hw)))
+    missing = [f for f in FEATURES if not hw.features.get(f)]
+    if missing and hw.machine in ("x86_64", "AMD64"):
+        print("  (missing features: the labs still run with narrower vectors; use "
+              "labkit.inspect.compile_for(fn, 'znver4') to see the wider code)")
+    if ns.measure:
+        bw, peak = roof.measure_bandwidth(), roof.measure_fma_rate()
+        print(f"one core  {bw:.1f} GB/s memory bandwidth (triad, 96 MiB arrays), {peak:.1f} GFLOP/s "
+              f"float64 FMA; ridge at {peak / bw:.1f} FLOP/byte (best of 7)")
+    if ns.no_smoke:
+        return 0
+
+    print("checks:")
+    checks = [
+        ("numba", _check_numba(), "reinstall: `make install` (or `.venv/bin/pip install -e .[test]`)"),
+        ("jupyterlab", _check_import("jupyterlab", 4), "install JupyterLab ≥ 4: `make install`"),
+        ("ipywidgets", _check_import("ipywidgets", 8), "install ipywidgets ≥ 8: `make install`"),
+        ("matplotlib", _check_import("matplotlib"), "install matplotlib: `make install`"),
+    ]
+    ok = True
+    for _name, (good, msg), advice in checks:
+        print(f"  {'✔' if good else '✘'} {msg}")
+        if not good:
+            print(f"      → {advice}")
+            ok = False
+    print("labkit is ready." if ok else "labkit is NOT ready: fix the ✘ lines above, then run `labkit doctor` again.")
+    return 0 if ok else 1
+
+
+main = doctor

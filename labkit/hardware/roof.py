@@ -1,0 +1,99 @@
+"""The two machine limits of a roofline, measured on one core: memory bandwidth (a STREAM-style
+triad) and double-precision FMA rate.
+
+The kernels are plain Python functions jitted on first use (``numba.njit(cache=True)``), so
+``import labkit.hardware`` does not import numba.  Timing is a small best-of loop of its own:
+labkit.bench imports labkit.hardware (for its report header), so hardware does not import bench.
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import time
+
+__all__ = ["measure_bandwidth", "measure_fma_rate"]
+
+
+def _triad(a, b, c, s):
+    for i in range(a.size):
+        a[i] = b[i] + s * c[i]
+
+
+def _fma_chains(x, out):
+    # per element 8 independent Horner chains of 16 FMAs (a constant trip count, so LLVM unrolls
+    # it and vectorises across elements): 128 FMAs per load and store, so memory does not matter
+    for i in range(x.size):
+        v = x[i]
+        y0 = y1 = y2 = y3 = y4 = y5 = y6 = y7 = v
+        for _ in range(16):
+            y0 = y0 * v + 0.1
+            y1 = y1 * v + 0.2
+            y2 = y2 * v + 0.3
+            y3 = y3 * v + 0.4
+            y4 = y4 * v + 0.5
+            y5 = y5 * v + 0.6
+            y6 = y6 * v + 0.7
+            y7 = y7 * v + 0.8
+        out[i] = y0 + y1 + y2 + y3 + y4 + y5 + y6 + y7
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(name: str):
+    """The jitted kernel (compiled, or loaded from numba's cache, on first use)."""
+    from numba import njit
+
+    if name == "triad":
+        return njit(cache=True, fastmath=True)(_triad)
+    return njit(cache=True, fastmath={"contract"})(_fma_chains)
+
+
+def _best_seconds(fn, args, repeat: int, min_time: float) -> float:
+    """Seconds per call of ``fn(*args)``: the fastest of ``repeat`` timed repeats of ≥ min_time
+    each (loops per repeat scaled from a first timed call), as STREAM reports — a shared machine
+    only ever slows a run down."""
+    fn(*args)  # compile / warm up
+    t0 = time.perf_counter()
+    fn(*args)
+    once = max(time.perf_counter() - t0, 1e-9)
+    loops = max(1, int(min_time / once) + 1)
+    best = float("inf")
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(loops):
+                fn(*args)
+            best = min(best, (time.perf_counter() - t0) / loops)
+    finally:
+        if gc_was:
+            gc.enable()
+    return best
+
+
+def _positive_int(name: str, value, what: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int{what}, got {value!r}")
+
+
+def measure_bandwidth(mib: int = 96, repeat: int = 7) -> float:
+    """Single-thread memory bandwidth in GB/s from a STREAM-style triad ``a = b + s·c`` on
+    arrays far beyond the last-level cache (3 arrays × 8 bytes per element; best of repeats,
+    as STREAM reports, since a shared machine only ever slows a run down)."""
+    _positive_int("mib", mib, " (MiB per array)")
+    _positive_int("repeat", repeat)
+    import numpy as np
+
+    n = mib * 2**20 // 8
+    a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
+    return 3 * 8 * n / _best_seconds(_kernel("triad"), (a, b, c, 0.5), repeat, 0.1) / 1e9
+
+
+def measure_fma_rate(repeat: int = 7) -> float:
+    """Single-thread double-precision FMA throughput in GFLOP/s (FMA = 2 FLOP; best of repeats)."""
+    _positive_int("repeat", repeat)
+    import numpy as np
+
+    x = np.full(2048, 0.999)
+    out = np.empty_like(x)
+    return 2 * 8 * 16 * x.size / _best_seconds(_kernel("fma"), (x, out), repeat, 0.05) / 1e9
