@@ -1,9 +1,13 @@
 """Lab 03 — all-pairs Pearson correlation (LightPCC): transformation, bijective tile ids, threads, MPI.
 
 Reproduces LightPCC (Liu et al., "Parallel pairwise correlation computation on Intel Xeon Phi
-clusters", 2016): rows standardised
-once (Eq. 4–5) so every PCC is a dot product; the upper triangle of the job matrix numbered by a
-bijection J ↔ (y, x) (Eq. 9–19) so tiles can be handed to threads and MPI ranks by id range.
+clusters", 2016; ../shared/seeds/000_7561a6925a085d67.txt): rows standardised once (Eq. 4–5) so
+every PCC is a dot product; the upper triangle of the job matrix numbered by a bijection
+J ↔ (y, x) (Eq. 9–19) so tiles can be handed to threads and MPI ranks by id range.
+
+Files: ``kernels.py`` (the numba kernels by step), ``mapping.py`` (the bijection, tile ids and
+their splits), ``mpi.py`` + ``__main__.py`` (tile-id ranges over MPI ranks), ``bench.py``
+(``run_benchmark``, ``TARGETS``), ``checks.py`` (the exercises).
 
 >>> from labkit import pcc
 >>> inp = pcc.make_inputs("small")
@@ -12,7 +16,6 @@ bijection J ↔ (y, x) (Eq. 9–19) so tiles can be handed to threads and MPI ra
 """
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import warnings
@@ -21,20 +24,23 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from labkit._common import check_threads, check_tile, raise_mismatch, use_threads
 from labkit._sizes import resolve_size
 
-from .kernels import (KBLOCK, extract_pairs, pcc_naive, pcc_tiled, pcc_tiles_cyclic,
-                      pcc_tiles_dynamic, pcc_tiles_rows, pcc_tiles_static, pcc_transformed,
-                      standardize, tiles_to_buffer)
-from .mapping import (FLOAT_FIRST_BAD_N, MAX_N, isqrt64, job_coords, job_coords_float, job_id,
-                      n_jobs, n_tiles, tile_bounds, tile_coords, tile_id)
+from .kernels import KBLOCK          # a default argument below; the other re-exports at the end
 
 __all__ = [
-    "PCCInputs", "make_inputs", "reference", "validate", "pearson_allpairs", "correlated_pairs",
-    "pcc_threads", "standardize", "pcc_naive", "pcc_transformed", "pcc_tiled", "blas_pcc",
+    "SIZES", "Inputs", "PCCInputs", "make_inputs", "reference", "validate",
+    "pearson_allpairs", "correlated_pairs", "pcc_threads", "blas_pcc", "gflops",
+    "DEFAULT_TILE", "SCHEDULES",
+    # kernels.py
+    "standardize", "pcc_naive", "pcc_transformed", "pcc_tiled", "KBLOCK",
+    # mapping.py
     "job_id", "job_coords", "job_coords_float", "n_jobs", "tile_id", "tile_coords",
-    "tile_bounds", "n_tiles", "rank_tile_range", "tile_pairs", "owner_matrix", "SCHEDULES", "DEFAULT_TILE", "KBLOCK",
-    "MAX_N", "FLOAT_FIRST_BAD_N", "BENCHMARK", "TARGETS", "run_benchmark", "gflops", "isqrt64", "CHECKS",
+    "tile_bounds", "n_tiles", "rank_tile_range", "tile_pairs", "owner_matrix",
+    "MAX_N", "FLOAT_FIRST_BAD_N", "isqrt64",
+    # bench.py (imported on first use)
+    "TARGETS", "run_benchmark",
 ]
 
 #: Tile side (variables per tile): ~100 rows, a multiple of the 4×4 register block.
@@ -51,8 +57,8 @@ SIZES = {
 }
 
 
-@dataclass
-class PCCInputs:
+@dataclass(frozen=True)
+class Inputs:
     """n variables × l samples (rows are variables), the tile size and a |r| threshold."""
 
     X: np.ndarray
@@ -73,7 +79,11 @@ class PCCInputs:
         return f"PCCInputs(n={self.n}, l={self.l}, tile={self.tile}, threshold={self.threshold})"
 
 
-def make_inputs(size="small", seed=0) -> PCCInputs:
+#: The lab's old name for ``Inputs``.
+PCCInputs = Inputs
+
+
+def make_inputs(size="small", seed=0) -> Inputs:
     """Random expression-like data in [0, 1] (as the seed) with a few planted correlated pairs."""
     spec = resolve_size(size, SIZES, ("n", "l", "tile", "threshold", "planted"), base=None)
     n, l = int(spec.get("n", 400)), int(spec.get("l", 300))
@@ -88,12 +98,12 @@ def make_inputs(size="small", seed=0) -> PCCInputs:
         for s, d in zip(src, dst):
             if s != d:
                 X[d] = 0.7 * X[s] + 0.3 * rng.random(l)
-    return PCCInputs(X, int(spec.get("tile", DEFAULT_TILE)), float(spec.get("threshold", 0.8)))
+    return Inputs(X, int(spec.get("tile", DEFAULT_TILE)), float(spec.get("threshold", 0.8)))
 
 
 def reference(inputs) -> np.ndarray:
     """Eq. 1 in plain numpy (centre, cross-products, divide); constant rows → NaN."""
-    X = inputs.X if isinstance(inputs, PCCInputs) else np.asarray(inputs, dtype=np.float64)
+    X = inputs.X if isinstance(inputs, Inputs) else np.asarray(inputs, dtype=np.float64)
     Xc = X - X.mean(axis=1, keepdims=True)
     const = np.all(X == X[:, :1], axis=1)
     Xc[const] = 0.0
@@ -107,22 +117,14 @@ def reference(inputs) -> np.ndarray:
 
 
 def validate(result, expected, rtol=1e-12, atol=1e-12) -> None:
-    """Raise AssertionError naming the first cell where result and expected differ."""
-    got = np.asarray(result)
-    exp = np.asarray(expected)
-    if got.shape != exp.shape:
-        raise AssertionError(f"shape {got.shape}, expected {exp.shape}")
-    bad = ~np.isclose(got, exp, rtol=rtol, atol=atol, equal_nan=True)
-    if bad.any():
-        idx = np.argwhere(bad)
-        i = tuple(int(v) for v in idx[0])
-        raise AssertionError(f"R[{i[0]}, {i[1]}] = {got[i]!r}, expected {exp[i]!r} "
-                             f"({len(idx) - 1} more cells differ beyond rtol={rtol}, atol={atol})")
+    """Raise AssertionError naming the first cells where result and expected differ
+    (``R[4, 7] = …, expected …``; NaN equals NaN)."""
+    raise_mismatch(result, expected, name="R", rtol=rtol, atol=atol)
 
 
 # ---------------------------------------------------------------- input checks
 def _check_X(X, name="X"):
-    if isinstance(X, PCCInputs):
+    if isinstance(X, Inputs):
         X = X.X
     if not isinstance(X, np.ndarray):
         try:
@@ -152,23 +154,7 @@ def _check_X(X, name="X"):
 
 
 def _check_tile(tile):
-    if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (numbers.Integral, np.integer)):
-        raise TypeError(f"tile must be a positive integer, got {tile!r}")
-    if int(tile) < 1:
-        raise ValueError(f"tile = {tile} must be ≥ 1 (try {DEFAULT_TILE})")
-    return int(tile)
-
-
-def _check_threads(threads):
-    if threads is None:
-        return numba.get_num_threads()
-    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (numbers.Integral, np.integer)):
-        raise TypeError(f"threads must be an integer or None, got {threads!r}")
-    top = numba.config.NUMBA_NUM_THREADS
-    if not 1 <= int(threads) <= top:
-        raise ValueError(f"threads = {threads} must be in [1, {top}] "
-                         f"(numba started {top} threads; set NUMBA_NUM_THREADS before import for more)")
-    return int(threads)
+    return check_tile(tile, what="variables", hint=f"variables per tile; try {DEFAULT_TILE}")
 
 
 def _check_schedule(schedule):
@@ -184,33 +170,37 @@ def _phys_mem():
         return 1 << 40
 
 
-class _threads:
-    """Temporarily run numba with ``k`` threads."""
-
-    def __init__(self, k):
-        self.k = k
-
-    def __enter__(self):
-        self.old = numba.get_num_threads()
-        numba.set_num_threads(self.k)
-
-    def __exit__(self, *exc):
-        numba.set_num_threads(self.old)
-
-
 # ---------------------------------------------------------------- entry points
+def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule="static"):
+    """All-pairs PCC of the rows of X (n × l) → symmetric n×n float64; constant rows → NaN."""
+    X = _check_X(X)
+    tile = _check_tile(tile)
+    _check_schedule(schedule)
+    P = check_threads(threads)
+    n = X.shape[0]
+    need = 8 * n * n
+    if need > 0.7 * _phys_mem():
+        raise ValueError(f"the {n}×{n} result needs {need / 2**30:.1f} GiB, more than this "
+                         "machine's memory allows; use correlated_pairs(X, threshold) instead")
+    with use_threads(P):
+        Z, const = standardize(X)
+    R, _ = pcc_threads(Z, tile, schedule, P)
+    _nan_const(R, const, "X")
+    return R
+
+
 def pcc_threads(Z, tile=DEFAULT_TILE, schedule="static", threads=None, kb=KBLOCK):
     """Fast kernel on standardised rows Z: (R, owner) with owner[J] = thread that did tile J."""
     tile = _check_tile(tile)
     schedule = _check_schedule(schedule)
-    P = _check_threads(threads)
+    P = check_threads(threads)
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     n = Z.shape[0]
     m = -(-n // tile)
     T = m * (m + 1) // 2
     R = np.empty((n, n))
     owner = np.full(T, -1, dtype=np.int64)
-    with _threads(P):
+    with use_threads(P):
         if schedule == "static":
             pcc_tiles_static(Z, tile, int(kb), P, R, owner)
         elif schedule == "cyclic":
@@ -233,30 +223,12 @@ def _nan_const(R, const, what):
                       RuntimeWarning, stacklevel=3)
 
 
-def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule="static"):
-    """All-pairs PCC of the rows of X (n × l) → symmetric n×n float64; constant rows → NaN."""
-    X = _check_X(X)
-    tile = _check_tile(tile)
-    _check_schedule(schedule)
-    P = _check_threads(threads)
-    n = X.shape[0]
-    need = 8 * n * n
-    if need > 0.7 * _phys_mem():
-        raise ValueError(f"the {n}×{n} result needs {need / 2**30:.1f} GiB, more than this "
-                         "machine's memory allows; use correlated_pairs(X, threshold) instead")
-    with _threads(P):
-        Z, const = standardize(X)
-    R, _ = pcc_threads(Z, tile, schedule, P)
-    _nan_const(R, const, "X")
-    return R
-
-
 def correlated_pairs(X, threshold, tile=DEFAULT_TILE, threads=None, tiles_per_pass=None,
                      max_pairs=50_000_000):
     """(i, j, r) for every pair i < j with |r| ≥ threshold, tile by tile in bounded memory."""
     X = _check_X(X)
     tile = _check_tile(tile)
-    P = _check_threads(threads)
+    P = check_threads(threads)
     if not isinstance(threshold, (numbers.Real, np.floating)) or isinstance(threshold, bool):
         raise TypeError(f"threshold must be a number in (0, 1], got {threshold!r}")
     threshold = float(threshold)
@@ -264,7 +236,7 @@ def correlated_pairs(X, threshold, tile=DEFAULT_TILE, threads=None, tiles_per_pa
         raise ValueError(f"threshold = {threshold} must be in (0, 1]; |r| ≥ 0 keeps every pair "
                          "— use pearson_allpairs for the full matrix")
     n = X.shape[0]
-    with _threads(P):
+    with use_threads(P):
         Z, const = standardize(X)
     if const.any():
         warnings.warn(f"{int(const.sum())} constant row(s) in X (first: {np.flatnonzero(const)[0]}):"
@@ -284,7 +256,7 @@ def _pairs_over_range(Z, tile, J0, J1, threshold, P, tiles_per_pass, max_pairs):
     buf = np.empty((min(tiles_per_pass, max(1, J1 - J0)), tile, tile))
     parts_i, parts_j, parts_v = [], [], []
     total = 0
-    with _threads(P):
+    with use_threads(P):
         for s in range(J0, J1, tiles_per_pass):
             e = min(J1, s + tiles_per_pass)
             b = buf[: e - s]
@@ -302,38 +274,7 @@ def _pairs_over_range(Z, tile, J0, J1, threshold, P, tiles_per_pass, max_pairs):
     return np.concatenate(parts_i), np.concatenate(parts_j), np.concatenate(parts_v)
 
 
-def rank_tile_range(rank, size, T):
-    """Tile ids [rank·ceil(T/size), (rank+1)·ceil(T/size)) ∩ [0, T) of one MPI rank (the seed's split)."""
-    for name, v in (("rank", rank), ("size", size), ("T", T)):
-        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)):
-            raise TypeError(f"{name} must be an integer, got {v!r}")
-    if size < 1 or not 0 <= rank < size or T < 0:
-        raise ValueError(f"need size ≥ 1, 0 ≤ rank < size, T ≥ 0; got rank={rank}, size={size}, T={T}")
-    chunk = -(-int(T) // int(size))
-    return min(T, rank * chunk), min(T, (rank + 1) * chunk)
-
-
-def tile_pairs(n, tile):
-    """Pairs (y ≤ x) inside each tile, by tile id: the work each tile id stands for."""
-    m, T = n_tiles(n, tile)
-    yt, xt = job_coords(m, np.arange(T, dtype=np.int64))
-    h = np.minimum(n, (yt + 1) * tile) - yt * tile
-    w = np.minimum(n, (xt + 1) * tile) - xt * tile
-    return np.where(yt == xt, h * (h + 1) // 2, h * w)
-
-
-def owner_matrix(owner, n, tile):
-    """m×m float matrix of the thread (or rank) that computed each tile; NaN below the diagonal."""
-    m, T = n_tiles(n, tile)
-    owner = np.asarray(owner)
-    if owner.shape != (T,):
-        raise ValueError(f"owner has shape {owner.shape}, expected ({T},) for n={n}, tile={tile}")
-    M = np.full((m, m), np.nan)
-    yt, xt = job_coords(m, np.arange(T, dtype=np.int64))
-    M[yt, xt] = owner
-    return M
-
-
+# ---------------------------------------------------------------- the peer and the unit
 def blas_pcc(X):
     """The peer: numpy standardises the rows, then Z @ Z.T (BLAS syrk). Oracle, not labkit's engine."""
     Xc = X - X.mean(axis=1, keepdims=True)
@@ -346,10 +287,25 @@ def gflops(n, l, seconds):
     return n * (n + 1) / 2 * 2 * l / seconds / 1e9
 
 
-# ---------------------------------------------------------------- benchmark
-from ._bench import BENCHMARK, TARGETS, run_benchmark  # noqa: E402
+# ---------------------------------------------------------------- re-exports (kernels, mapping)
+# At the end, as in every lab package: the names above are looked up at call time.
+from .kernels import (extract_pairs, pcc_naive, pcc_tiled, pcc_tiles_cyclic,  # noqa: E402
+                      pcc_tiles_dynamic, pcc_tiles_rows, pcc_tiles_static, pcc_transformed,
+                      standardize, tile_block, tiles_to_buffer)
+from .mapping import (FLOAT_FIRST_BAD_N, MAX_N, isqrt64, job_coords, job_coords_float,  # noqa: E402
+                      job_id, n_jobs, n_tiles, owner_matrix, rank_tile_range, tile_bounds,
+                      tile_coords, tile_id, tile_pairs)
 
-try:  # register the exercises (check.<name>); the framework may be absent in a bare install
-    from .checks import CHECKS  # noqa: E402,F401
-except ImportError:  # pragma: no cover
-    CHECKS = {}
+
+def __getattr__(name):
+    """``run_benchmark`` / ``TARGETS`` from ``.bench``, imported on first use (no import cycle)."""
+    if name in ("run_benchmark", "TARGETS"):
+        from . import bench
+        return getattr(bench, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------- transitional
+# Until labkit.check's lookup imports labkit.pcc.checks through the registry (CHECK), register
+# the exercises here; checks.py imports this package only inside its check bodies (no cycle).
+from . import checks as _checks  # noqa: E402,F401

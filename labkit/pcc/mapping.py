@@ -10,21 +10,26 @@ exact only while ``n*n + n + 0.25`` is representable, i.e. ``n*n + n < 2**51``; 
 labkit's inverse counts rows from the bottom instead and corrects the float square root with
 exact integer arithmetic, so it is exact for every ``n <= 2**31`` with int64 ids.
 
-Every function here exists in three forms under one name: Python scalars (exact ints),
+``rank_tile_range`` splits the T tile ids into contiguous ranges (threads, MPI ranks);
+``tile_pairs`` / ``owner_matrix`` show how much work each id stands for and who did it.
+
+Every ``job_*``/``tile_*`` function here exists in three forms under one name: Python scalars (exact ints),
 numpy arrays (vectorised, int64) and inside ``@numba.njit`` code (via ``numba.extending.overload``;
 no range checks there — validate before entering the kernel).
 """
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from numba import njit
 from numba.extending import overload
 
+from labkit._common import check_tile, int_array, is_int, positive_int
+
 __all__ = ["MAX_N", "FLOAT_FIRST_BAD_N", "n_jobs", "job_id", "job_coords", "n_tiles",
-           "tile_id", "tile_coords", "tile_bounds", "job_coords_float", "isqrt64"]
+           "tile_id", "tile_coords", "tile_bounds", "job_coords_float", "isqrt64",
+           "rank_tile_range", "tile_pairs", "owner_matrix"]
 
 #: Largest n for which every id fits in int64 and the exact inverse is guaranteed.
 MAX_N = 2 ** 31
@@ -80,31 +85,15 @@ def _job_coords_vec(n, J, ys, xs):
 
 # ---------------------------------------------------------------- validation helpers
 def _check_n(n, what="n"):
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (numbers.Integral, np.integer)):
-        raise TypeError(f"{what} must be an integer (got {type(n).__name__}); pass int({what})")
-    n = int(n)
-    if n < 1:
-        raise ValueError(f"{what} = {n} must be ≥ 1")
+    n = positive_int(n, what, hint=f"pass int({what})")
     if n > MAX_N:
         raise ValueError(f"{what} = {n} is above 2**31: ids would overflow int64; "
                          "split the problem (e.g. over tiles) so n ≤ 2**31")
     return n
 
 
-def _is_scalar(v):
-    return isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
 def _as_int_array(v, name):
-    a = np.asarray(v)
-    if a.dtype.kind not in "iu":
-        if a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.floor(a)):
-            raise TypeError(f"{name} must be integers, got dtype {a.dtype}; "
-                            f"use {name}.astype(np.int64)")
-        raise TypeError(f"{name} must be an integer array, got dtype {a.dtype}")
-    if a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"{name} has values above int64's range")
-    return a.astype(np.int64, copy=False)
+    return int_array(v, name).astype(np.int64, copy=False)
 
 
 def n_jobs(n):
@@ -117,7 +106,7 @@ def n_jobs(n):
 def job_id(n, y, x):
     """Job id J_n(y, x) of cell (y, x), 0 <= y <= x < n (scalars → int, arrays → int64 array)."""
     n = _check_n(n)
-    if _is_scalar(y) and _is_scalar(x):
+    if is_int(y) and is_int(x):
         y, x = int(y), int(x)
         if not (0 <= y <= x < n):
             raise ValueError(f"need 0 ≤ y ≤ x < n, got y={y}, x={x}, n={n} "
@@ -136,7 +125,7 @@ def job_coords(n, J):
     """Coordinates (y, x) of job id J in [0, n(n+1)/2) — exact for every n ≤ 2**31."""
     n = _check_n(n)
     total = n * (n + 1) // 2
-    if _is_scalar(J):
+    if is_int(J):
         J = int(J)
         if not (0 <= J < total):
             raise ValueError(f"job id J={J} out of range [0, n(n+1)/2 = {total}) for n={n}")
@@ -167,11 +156,7 @@ def job_coords_float(n, J):
 
 # ---------------------------------------------------------------- public: tiles
 def _check_tile(tile):
-    if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (numbers.Integral, np.integer)):
-        raise TypeError(f"tile must be a positive integer (got {type(tile).__name__})")
-    if int(tile) < 1:
-        raise ValueError(f"tile = {tile} must be ≥ 1 (try 64 or 96)")
-    return int(tile)
+    return check_tile(tile, what="variables", hint="variables per tile; try 64 or 96")
 
 
 def n_tiles(n, tile):
@@ -198,6 +183,40 @@ def tile_bounds(n, tile, Jt):
     """Row and column ranges (y0, y1, x0, x1) of the variables in tile Jt (scalar only)."""
     yt, xt = tile_coords(n, tile, Jt)
     return (yt * tile, min(n, (yt + 1) * tile), xt * tile, min(n, (xt + 1) * tile))
+
+
+# ---------------------------------------------------------------- splitting tile ids
+def rank_tile_range(rank, size, T):
+    """Tile ids [rank·ceil(T/size), (rank+1)·ceil(T/size)) ∩ [0, T) of one MPI rank (the seed's split)."""
+    for name, v in (("rank", rank), ("size", size), ("T", T)):
+        if not is_int(v):
+            raise TypeError(f"{name} must be an integer, got {v!r}")
+    if size < 1 or not 0 <= rank < size or T < 0:
+        raise ValueError(f"need size ≥ 1, 0 ≤ rank < size, T ≥ 0; got rank={rank}, size={size}, T={T}")
+    chunk = -(-int(T) // int(size))
+    return min(T, rank * chunk), min(T, (rank + 1) * chunk)
+
+
+def tile_pairs(n, tile):
+    """Pairs (y ≤ x) inside each tile, by tile id: the work each tile id stands for."""
+    m, T = n_tiles(n, tile)
+    yt, xt = job_coords(m, np.arange(T, dtype=np.int64))
+    h = np.minimum(n, (yt + 1) * tile) - yt * tile
+    w = np.minimum(n, (xt + 1) * tile) - xt * tile
+    return np.where(yt == xt, h * (h + 1) // 2, h * w)
+
+
+def owner_matrix(owner, n, tile):
+    """m×m float matrix of the thread (or rank) that computed each tile; NaN below the diagonal."""
+    m, T = n_tiles(n, tile)
+    owner = np.asarray(owner)
+    if owner.shape != (T,):
+        raise ValueError(f"owner has shape {owner.shape}, expected ({T},) for n={n}, tile={tile}")
+    M = np.full((m, m), np.nan)
+    yt, xt = job_coords(m, np.arange(T, dtype=np.int64))
+    M[yt, xt] = owner
+    return M
+
 
 
 # ---------------------------------------------------------------- numba-callable forms

@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import (DEFAULT_TILE, _check_threads, _check_tile, _check_X, _nan_const,
-               _pairs_over_range, _threads, rank_tile_range)
+from labkit._common import check_threads, use_threads
+
+from . import DEFAULT_TILE, _check_tile, _check_X, _nan_const, _pairs_over_range
 from .kernels import KBLOCK, standardize, tiles_to_buffer
-from .mapping import _job_coords_nb
+from .mapping import _job_coords_nb, rank_tile_range
 
 __all__ = ["distributed_pcc", "SerialComm", "world"]
 
@@ -72,9 +73,9 @@ def distributed_pcc(X, comm=None, tile=DEFAULT_TILE, threshold=None, threads=Non
     rank, size = comm.Get_rank(), comm.Get_size()
     X = _check_X(X)
     tile = _check_tile(tile)
-    P = _check_threads(threads)
+    P = check_threads(threads)
     n = X.shape[0]
-    with _threads(P):
+    with use_threads(P):
         Z, const = standardize(X)
     m = -(-n // tile)
     T = m * (m + 1) // 2
@@ -82,7 +83,7 @@ def distributed_pcc(X, comm=None, tile=DEFAULT_TILE, threshold=None, threads=Non
     if threshold is None:
         buf = np.empty((J1 - J0, tile, tile))
         if J1 > J0:
-            with _threads(P):
+            with use_threads(P):
                 tiles_to_buffer(Z, tile, KBLOCK, J0, J1, buf)
         parts = comm.gather((J0, J1, buf), root=0)
         if rank != 0:

@@ -1,5 +1,8 @@
 """Benchmark of lab 03 (`labkit bench pcc`): labkit vs numpy/BLAS, the optimisation steps,
-and (``--size large``) the bounded-memory correlated_pairs run with its peak RSS."""
+and (``--size large``) the bounded-memory correlated_pairs run with its peak RSS.
+
+``run_benchmark(size=None, repeat=5)`` → dict table name → ``bench.BenchResult``; ``TARGETS``
+are the lab's performance targets, checked by the CLI after the tables."""
 from __future__ import annotations
 
 import json
@@ -9,16 +12,16 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
+from labkit import bench
 from labkit.bench import Target, ratio_of
 
-__all__ = ["BENCHMARK", "run_benchmark", "large_run"]
+from . import (blas_pcc, make_inputs, pcc_naive, pcc_tiled, pcc_transformed, pearson_allpairs,
+               standardize, validate)
+
+__all__ = ["TARGETS", "run_benchmark", "large_run"]
 
 
 def _pa(schedule):
-    from . import pearson_allpairs
-
     def f(X):
         return pearson_allpairs(X, schedule=schedule)
     f.__name__ = f"pearson_allpairs_{schedule}"
@@ -31,27 +34,11 @@ def _flops(inputs):
 
 
 def _variants():
-    from . import blas_pcc
     return {"numpy BLAS (standardise + Z @ Z.T)": blas_pcc,
             "pearson_allpairs static ids": _pa("static"),
             "pearson_allpairs dynamic ids": _pa("dynamic"),
             "pearson_allpairs cyclic ids": _pa("cyclic")}
 
-
-#: The benchmark as data: inputs, baseline/peers, variants, work (flops of the triangle) and unit.
-BENCHMARK = {
-    "inputs": "bench",                        # n = 4000 variables × l = 2000 samples
-    "baseline": "numpy BLAS (standardise + Z @ Z.T)",
-    "peers": {"numpy BLAS (standardise + Z @ Z.T)": "labkit.pcc.blas_pcc"},
-    "variants": ("pearson_allpairs static ids", "pearson_allpairs dynamic ids",
-                 "pearson_allpairs cyclic ids"),
-    "steps": {"inputs": {"n": 400, "l": 2000},
-              "variants": ("pcc_naive", "standardize+pcc_transformed", "standardize+pcc_tiled",
-                           "pearson_allpairs")},
-    "work": _flops,
-    "unit": "flop",
-    "large": {"inputs": "large", "threshold": 0.8, "rss_limit_mb": 2048},
-}
 
 _STEP_SIZES = {None: {"n": 400, "l": 2000}, "small": {"n": 200, "l": 500},
                "seed": {"n": 400, "l": 5000}}
@@ -83,10 +70,6 @@ TARGETS = [
 
 def run_benchmark(size=None, repeat=5):
     """Run the lab's benchmark: dict name → BenchResult (``size="large"``: the RSS run)."""
-    from labkit import bench
-
-    from . import (make_inputs, pcc_naive, pcc_tiled, pcc_transformed, pearson_allpairs,
-                   standardize, validate)
     if size == "large":
         return {"correlated_pairs n=100000 l=500": large_run()}
     if size not in _MAIN_SIZES:
@@ -144,7 +127,6 @@ def run_benchmark(size=None, repeat=5):
 
 def large_run(threshold=0.8, n=100_000, l=500, timeout=3600):
     """Run correlated_pairs on n × l in a subprocess; BenchResult with time and peak RSS (MB)."""
-    from labkit import bench
     cmd = [sys.executable, "-m", "labkit.pcc", "--n", str(n), "--l", str(l),
            "--threshold", str(threshold)]
     t0 = time.perf_counter()
