@@ -176,6 +176,27 @@ def test_native_vector_bits_follows_numbas_isa(monkeypatch):
         assert bits == 128  # NEON
 
 
+def test_preferred_width_is_what_numba_vectorises_to(monkeypatch):
+    from labkit import inspect as li
+
+    monkeypatch.delenv("LABKIT_NATIVE_BITS", raising=False)
+    preferred = hardware.native_vector_bits(preferred=True)
+    assert 128 <= preferred <= hardware.native_vector_bits()
+
+    @numba.njit
+    def scale(a, out):
+        for i in range(a.shape[0]):
+            out[i] = a[i] * 3.0
+
+    x = np.ones(64, dtype=np.float64)
+    scale(x, x.copy())
+    assert li.vector_report(scale).max_width_bits == preferred
+    assert hardware.native_lanes(np.float64, preferred=True) == preferred // 64
+    monkeypatch.setenv("LABKIT_NATIVE_BITS", "128")
+    assert hardware.native_vector_bits(preferred=True) == 128
+    assert hardware.native_lanes("int16", preferred=True) == 8
+
+
 def test_native_width_override_and_lanes(monkeypatch):
     monkeypatch.setenv("LABKIT_NATIVE_BITS", "128")  # a simulated SSE2/NEON host
     assert hardware.native_vector_bits() == 128

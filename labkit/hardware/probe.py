@@ -382,7 +382,7 @@ def _numba_features() -> dict[str, bool] | None:
     return feats
 
 
-def native_vector_bits() -> int:
+def native_vector_bits(*, preferred: bool = False) -> int:
     """Width in bits of the widest SIMD registers numba compiles for on this machine.
 
     512 with AVX-512 (``avx512f``), 256 with AVX or AVX2, 128 otherwise on x86-64 (SSE2 is the
@@ -392,11 +392,14 @@ def native_vector_bits() -> int:
     overrides the answer, e.g. for tests that simulate a 128-bit host.
 
     This is the *register* width.  LLVM's tuning for Intel AVX-512 server parts (skylake-avx512 …
-    sapphirerapids, emeraldrapids) prefers 256-bit vectors, so ``inspect.vector_report`` of an
-    auto-vectorised loop there usually says 256 on a host where this says 512.
+    sapphirerapids, emeraldrapids) prefers 256-bit vectors, so numba's auto-vectorised loops there
+    use ymm registers on a host where this says 512.  ``preferred=True`` answers the question a
+    vector-width check needs — how wide numba's loop vectoriser makes a plain loop here — by
+    compiling a tiny float32 loop with numba once (never wider than the register width; with
+    ``LABKIT_NATIVE_BITS`` set, that value).
 
-    >>> hardware.native_vector_bits()         # doctest: +SKIP
-    512
+    >>> hardware.native_vector_bits(), hardware.native_vector_bits(preferred=True)  # doctest: +SKIP
+    (512, 256)
     """
     env = os.environ.get("LABKIT_NATIVE_BITS", "").strip()
     if env:
@@ -408,6 +411,8 @@ def native_vector_bits() -> int:
             raise ValueError(f"LABKIT_NATIVE_BITS must be a vector width in bits such as 128, 256 "
                              f"or 512, got {env!r}")
         return bits
+    if preferred:
+        return min(_auto_vector_bits(), native_vector_bits())
     machine = platform.machine().lower()
     if machine in _X86:
         feats = _numba_features()
@@ -426,11 +431,31 @@ def native_vector_bits() -> int:
     return 128  # NEON (AArch64), and the narrowest common SIMD elsewhere
 
 
-def native_lanes(dtype) -> int:
+@functools.lru_cache(maxsize=1)
+def _auto_vector_bits() -> int:
+    """Widest vector register in numba's code for ``out[i] = a[i] + b[i]`` over float32 arrays."""
+    import numba
+
+    def add(a, b, out):
+        for i in range(a.shape[0]):
+            out[i] = a[i] + b[i]
+
+    arr = numba.float32[::1]
+    fn = numba.njit((arr, arr, arr), cache=False)(add)
+    text = fn.inspect_asm(fn.signatures[0])
+    if re.search(r"%zmm\d", text):
+        return 512
+    if re.search(r"%ymm\d", text):
+        return 256
+    return 128  # xmm, NEON v-registers (SVE's scalable z-registers count as their 128-bit minimum)
+
+
+def native_lanes(dtype, *, preferred: bool = False) -> int:
     """How many elements of ``dtype`` fit in one native vector register:
     ``native_vector_bits() // (8 * itemsize)`` — e.g. 32 int16 lanes with AVX-512, 16 with AVX2,
     8 with SSE2 or NEON.  ``dtype`` is anything ``numpy.dtype`` accepts (``np.int16``, ``"float64"``)
-    or a numba scalar type (``numba.int16``).
+    or a numba scalar type (``numba.int16``).  ``preferred=True``: lanes of the vectors numba's loop
+    vectoriser really uses here (see :func:`native_vector_bits`).
     """
     import numpy as np
 
@@ -444,4 +469,4 @@ def native_lanes(dtype) -> int:
                             f"'float64', got {dtype!r}") from None
     if dt.itemsize == 0 or dt.kind in "OUSV":
         raise TypeError(f"dtype must be a numeric scalar type such as np.int16, got {dt}")
-    return max(1, native_vector_bits() // (8 * dt.itemsize))
+    return max(1, native_vector_bits(preferred=preferred) // (8 * dt.itemsize))
