@@ -1,0 +1,109 @@
+"""Lab 02 data layouts: the 64-byte-aligned buffers, the 10 SoA output streams and their padded
+stride, and the conversions AoS → SoA, SoA → canonical ``(value, grad, hess)``, and the
+AoSoA copy of the coefficients (tiles of Nb splines, ragged last tile zero-padded).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from labkit._common import check_tile
+
+from .kernels import _check_coefs
+
+__all__ = ["ALIGN", "STREAMS", "aligned_empty", "aligned_zeros", "stream_stride", "new_output",
+           "to_aosoa", "soa_to_canonical", "aos_to_soa"]
+
+#: The 10 SoA output streams, in order (the Hessian is symmetric: 6 of its 9 entries).
+STREAMS = ("v", "gx", "gy", "gz", "hxx", "hxy", "hxz", "hyy", "hyz", "hzz")
+_HESS_INDEX = ((4, 5, 6), (5, 7, 8), (6, 8, 9))   # stream of hess[a, b]
+
+
+def _tile(tile, n: int) -> int:
+    # the shared tile check (splines per tile); a tile larger than N becomes N
+    return check_tile(tile, n, what="splines")
+
+
+# ----------------------------------------------------------------------------- aligned buffers
+#: Byte alignment of every array labkit allocates for this lab: one cache line = one zmm register.
+ALIGN = 64
+
+
+def aligned_empty(shape, dtype=np.float64, align: int = ALIGN) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on an ``align``-byte boundary (the
+    seed's aligned allocator: numpy only promises 16 bytes, and a 64-byte vector load from a
+    16-byte-aligned stream straddles two cache lines every time)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(v) for v in shape)
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + align, dtype=np.uint8)
+    start = (-buf.ctypes.data) % align
+    return buf[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_zeros(shape, dtype=np.float64, align: int = ALIGN) -> np.ndarray:
+    """Like :func:`aligned_empty`, filled with zeros."""
+    out = aligned_empty(shape, dtype, align)
+    out.fill(0)
+    return out
+
+
+# ----------------------------------------------------------------------------- streams
+def stream_stride(nb: int, dtype=np.float64) -> int:
+    """Elements between two SoA output streams: ``nb``, plus one cache line when the streams
+    would otherwise sit a multiple of 2 KiB apart (10 streams on the same L1 sets thrash, and
+    4 KiB-aliased loads wait on unrelated stores)."""
+    item = np.dtype(dtype).itemsize
+    return int(nb) + (64 // item if (int(nb) * item) % 2048 == 0 else 0)
+
+
+def new_output(n: int, layout: str = "soa", dtype=np.float64, tile: int | None = None):
+    """Output buffer(s) for one position: AoS ``(v, g, h)``, SoA ``(10, ld)``, AoSoA ``(M, 10, ld)``
+    with the padded stream stride of :func:`stream_stride` (kernels loop over the first N/Nb)."""
+    if layout == "aos":
+        return (aligned_zeros(n, dtype), aligned_zeros((n, 3), dtype),
+                aligned_zeros((n, 3, 3), dtype))
+    if layout == "soa":
+        return aligned_zeros((10, stream_stride(n, dtype)), dtype)
+    if layout == "aosoa":
+        tile = _tile(tile, n)
+        return aligned_zeros((-(-n // tile), 10, stream_stride(tile, dtype)), dtype)
+    raise ValueError(f"layout must be 'aos', 'soa' or 'aosoa', got {layout!r}")
+
+
+# ----------------------------------------------------------------------------- conversions
+def to_aosoa(coefs, tile: int) -> np.ndarray:
+    """Coefficients ``(nx, ny, nz, N)`` → tiles ``(M, nx, ny, nz, Nb)``, M = ceil(N/Nb); a ragged
+    last tile is padded with zero splines (their outputs are dropped)."""
+    coefs = _check_coefs(coefs)
+    N = coefs.shape[3]
+    tile = _tile(tile, N)
+    M = -(-N // tile)
+    out = aligned_zeros((M,) + coefs.shape[:3] + (tile,), dtype=coefs.dtype)
+    for m in range(M):
+        lo, hi = m * tile, min(N, (m + 1) * tile)
+        out[m, ..., : hi - lo] = coefs[..., lo:hi]
+    return out
+
+
+def soa_to_canonical(out):
+    """SoA streams ``(..., 10, N)`` → ``(value, grad, hess)`` with shapes ``(..., N)``,
+    ``(..., N, 3)``, ``(..., N, 3, 3)`` (float64)."""
+    out = np.asarray(out)
+    if out.ndim < 2 or out.shape[-2] != 10:
+        raise ValueError(f"SoA output must have shape (..., 10, N), got {out.shape}")
+    o = np.moveaxis(out, -2, 0).astype(np.float64)          # (10, ..., N)
+    value = o[0].copy()
+    grad = np.stack([o[1], o[2], o[3]], axis=-1)
+    hess = np.stack([np.stack([o[_HESS_INDEX[a][b]] for b in range(3)], axis=-1)
+                     for a in range(3)], axis=-2)
+    return value, grad, hess
+
+
+def aos_to_soa(v, g, h):
+    """AoS ``v (N,)``, ``g (N, 3)``, ``h (N, 3, 3)`` → SoA ``(10, N)`` (upper triangle of h)."""
+    v, g, h = np.asarray(v), np.asarray(g), np.asarray(h)
+    N = v.shape[-1]
+    if g.shape[-2:] != (N, 3) or h.shape[-3:] != (N, 3, 3):
+        raise ValueError(f"expected v (N,), g (N, 3), h (N, 3, 3); got {v.shape}, {g.shape}, {h.shape}")
+    return np.stack([v, g[..., 0], g[..., 1], g[..., 2], h[..., 0, 0], h[..., 0, 1],
+                     h[..., 0, 2], h[..., 1, 1], h[..., 1, 2], h[..., 2, 2]], axis=-2)
