@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from labkit import epistasis as ep
+from labkit.epistasis import checks as _checks  # noqa: F401 - registers check.popcount, …
 
 POPCOUNTS = [ep.popcount_table, ep.popcount_nibble, ep.popcount_mula, ep.popcount_hw_scalar,
              ep.popcount_hw]

@@ -1,0 +1,252 @@
+"""LLVM intrinsics of lab 04: scalar ``ctpop``, fused ``<8 x i64>`` AND + ctpop, the lane counters
+of the depth-first search, the vector MI gather, Muła's AVX2 ``pshufb`` lookup.
+
+Used by the @njit kernels in ``kernels.py`` and ``dfs.py``; imports only llvmlite/numba.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+_I8, _I64 = ir.IntType(8), ir.IntType(64)
+_V8 = ir.VectorType(_I64, 8)
+
+
+def _declare(builder, name, ret, args):
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, args), name)
+
+
+def _vload(builder, base, offset, vty):
+    ptr = builder.gep(base, [offset])
+    return builder.load(builder.bitcast(ptr, vty.as_pointer()), align=8)
+
+
+@intrinsic
+def popcount64(typingctx, x):
+    """Number of set bits of an integer word (LLVM ``ctpop`` → one ``popcnt``); use inside @njit."""
+    if not isinstance(x, types.Integer):
+        return None
+    sig = types.int64(x)
+
+    def codegen(context, builder, signature, args):
+        v = context.cast(builder, args[0], signature.args[0], types.uint64)
+        return builder.call(_declare(builder, "llvm.ctpop.i64", _I64, [_I64]), [v])
+    return sig, codegen
+
+
+def _int_args_ok(*tys):
+    return all(isinstance(t, types.Integer) for t in tys)
+
+
+@intrinsic
+def _popcount_v8(typingctx, a, aoff, n8):
+    """Σ popcount(a[aoff : aoff + 8*n8]) with <8 x i64> ctpop (zmm vpopcntq on AVX-512)."""
+    if not (isinstance(a, types.Array) and _int_args_ok(aoff, n8)):
+        return None
+    sig = types.int64(a, aoff, n8)
+
+    def codegen(context, builder, signature, args):
+        A = context.make_array(signature.args[0])(context, builder, args[0])
+        off = context.cast(builder, args[1], signature.args[1], types.int64)
+        n = context.cast(builder, args[2], signature.args[2], types.int64)
+        base = builder.gep(A.data, [off])
+        ctpop = _declare(builder, "llvm.ctpop.v8i64", _V8, [_V8])
+        acc = cgutils.alloca_once_value(builder, ir.Constant(_V8, None))
+        with cgutils.for_range(builder, n) as loop:
+            i = builder.mul(loop.index, ir.Constant(_I64, 8))
+            v = _vload(builder, base, i, _V8)
+            builder.store(builder.add(builder.load(acc), builder.call(ctpop, [v])), acc)
+        red = _declare(builder, "llvm.vector.reduce.add.v8i64", _I64, [_V8])
+        return builder.call(red, [builder.load(acc)])
+    return sig, codegen
+
+
+@intrinsic
+def _and_popcount_v8(typingctx, a, aoff, b, boff, n8):
+    """Σ popcount(a[aoff+w] & b[boff+w]) over 8*n8 words, <8 x i64> vectors."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)
+            and _int_args_ok(aoff, boff, n8)):
+        return None
+    sig = types.int64(a, aoff, b, boff, n8)
+
+    def codegen(context, builder, signature, args):
+        A = context.make_array(signature.args[0])(context, builder, args[0])
+        B = context.make_array(signature.args[2])(context, builder, args[2])
+        c = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa: E731
+        pa, pb = builder.gep(A.data, [c(1)]), builder.gep(B.data, [c(3)])
+        ctpop = _declare(builder, "llvm.ctpop.v8i64", _V8, [_V8])
+        acc = cgutils.alloca_once_value(builder, ir.Constant(_V8, None))
+        with cgutils.for_range(builder, c(4)) as loop:
+            i = builder.mul(loop.index, ir.Constant(_I64, 8))
+            v = builder.and_(_vload(builder, pa, i, _V8), _vload(builder, pb, i, _V8))
+            builder.store(builder.add(builder.load(acc), builder.call(ctpop, [v])), acc)
+        red = _declare(builder, "llvm.vector.reduce.add.v8i64", _I64, [_V8])
+        return builder.call(red, [builder.load(acc)])
+    return sig, codegen
+
+
+@intrinsic
+def _and_popcount2_v8(typingctx, a, aoff, b, boff0, boff1, n8):
+    """Two fused counts sharing the ``a`` loads: Σ pc(a & b0) + (Σ pc(a & b1) << 32)."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)
+            and _int_args_ok(aoff, boff0, boff1, n8)):
+        return None
+    sig = types.int64(a, aoff, b, boff0, boff1, n8)
+
+    def codegen(context, builder, signature, args):
+        A = context.make_array(signature.args[0])(context, builder, args[0])
+        B = context.make_array(signature.args[2])(context, builder, args[2])
+        c = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa: E731
+        pa = builder.gep(A.data, [c(1)])
+        pb0, pb1 = builder.gep(B.data, [c(3)]), builder.gep(B.data, [c(4)])
+        ctpop = _declare(builder, "llvm.ctpop.v8i64", _V8, [_V8])
+        acc0 = cgutils.alloca_once_value(builder, ir.Constant(_V8, None))
+        acc1 = cgutils.alloca_once_value(builder, ir.Constant(_V8, None))
+        with cgutils.for_range(builder, c(5)) as loop:
+            i = builder.mul(loop.index, ir.Constant(_I64, 8))
+            va = _vload(builder, pa, i, _V8)
+            x0 = builder.call(ctpop, [builder.and_(va, _vload(builder, pb0, i, _V8))])
+            x1 = builder.call(ctpop, [builder.and_(va, _vload(builder, pb1, i, _V8))])
+            builder.store(builder.add(builder.load(acc0), x0), acc0)
+            builder.store(builder.add(builder.load(acc1), x1), acc1)
+        packed = builder.add(builder.load(acc0),
+                             builder.shl(builder.load(acc1), ir.Constant(_V8, [32] * 8)))
+        red = _declare(builder, "llvm.vector.reduce.add.v8i64", _I64, [_V8])
+        return builder.call(red, [packed])
+    return sig, codegen
+
+
+def _make_lane_counter(G):
+    """Intrinsic counting G prefix rows against 8 SNPs at once (one SNP per vector lane).
+
+    For words i < nw: s_g = bitsL[s_off + g*gstride + 8*i : +8] (8 SNPs' word i of genotype row g),
+    p_r = splat(tab[toff + r*W + i]); acc[r, g] += ctpop(p_r & s_g). No horizontal reduction:
+    lane j of acc[r, g] is the count of SNP j. acc[r, g] is added to counts[coff + (2r+g)*cstride].
+    """
+    @intrinsic
+    def lane_counter(typingctx, tab, toff, W, bitsL, s_off, gstride, nw, counts, coff, cstride):
+        if not (isinstance(tab, types.Array) and isinstance(bitsL, types.Array)
+                and isinstance(counts, types.Array)
+                and _int_args_ok(toff, W, s_off, gstride, nw, coff, cstride)):
+            return None
+        sig = types.void(tab, toff, W, bitsL, s_off, gstride, nw, counts, coff, cstride)
+
+        def codegen(context, builder, signature, args):
+            T = context.make_array(signature.args[0])(context, builder, args[0])
+            B = context.make_array(signature.args[3])(context, builder, args[3])
+            C = context.make_array(signature.args[7])(context, builder, args[7])
+            c = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa
+            toff_, W_, soff, gstr, nw_, coff_, cstr = c(1), c(2), c(4), c(5), c(6), c(8), c(9)
+            ctpop = _declare(builder, "llvm.ctpop.v8i64", _V8, [_V8])
+            i32 = ir.IntType(32)
+            zero_mask = ir.Constant(ir.VectorType(i32, 8), [0] * 8)
+            accs = [cgutils.alloca_once_value(builder, ir.Constant(_V8, None))
+                    for _ in range(2 * G)]
+            pt = builder.gep(T.data, [toff_])
+            pb0 = builder.gep(B.data, [soff])
+            pb1 = builder.gep(B.data, [builder.add(soff, gstr)])
+            with cgutils.for_range(builder, nw_) as loop:
+                i = loop.index
+                i8 = builder.mul(i, ir.Constant(_I64, 8))
+                s0 = _vload(builder, pb0, i8, _V8)
+                s1 = _vload(builder, pb1, i8, _V8)
+                for r in range(G):
+                    off = builder.add(builder.mul(ir.Constant(_I64, r), W_), i)
+                    x = builder.load(builder.gep(pt, [off]))
+                    v = builder.insert_element(ir.Constant(_V8, ir.Undefined), x,
+                                               ir.Constant(i32, 0))
+                    p = builder.shuffle_vector(v, ir.Constant(_V8, ir.Undefined), zero_mask)
+                    for g, s in ((0, s0), (1, s1)):
+                        a = accs[2 * r + g]
+                        builder.store(builder.add(builder.load(a),
+                                                  builder.call(ctpop, [builder.and_(p, s)])), a)
+            pc = builder.gep(C.data, [coff_])
+            for j in range(2 * G):
+                off = builder.mul(ir.Constant(_I64, j), cstr)
+                ptr = builder.bitcast(builder.gep(pc, [off]), _V8.as_pointer())
+                builder.store(builder.add(builder.load(ptr, align=8),
+                                          builder.load(accs[j])), ptr, align=8)
+            return context.get_dummy_value()
+        return sig, codegen
+    return lane_counter
+
+
+_lanes1 = _make_lane_counter(1)
+_lanes3 = _make_lane_counter(3)
+_lanes9 = _make_lane_counter(9)
+
+
+_F64 = ir.DoubleType()
+_VF = ir.VectorType(_F64, 8)
+
+
+def _splat(b, x, vty):
+    v = b.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return b.shuffle_vector(v, ir.Constant(vty, ir.Undefined),
+                            ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+
+
+@intrinsic
+def _mi_lanes(typingctx, counts, o1, o0, cstride, p1, p0, nlogn, acc):
+    sig = types.void(counts, o1, o0, cstride, p1, p0, nlogn, acc)
+    def codegen(context, builder, sg, args):
+        C = context.make_array(sg.args[0])(context, builder, args[0])
+        L = context.make_array(sg.args[6])(context, builder, args[6])
+        A = context.make_array(sg.args[7])(context, builder, args[7])
+        c = lambda k: context.cast(builder, args[k], sg.args[k], types.int64)
+        o1_, o0_, cs, p1_, p0_ = c(1), c(2), c(3), c(4), c(5)
+        a1 = _vload(builder, C.data, o1_, _V8); e1 = _vload(builder, C.data, builder.add(o1_, cs), _V8)
+        a0 = _vload(builder, C.data, o0_, _V8); e0 = _vload(builder, C.data, builder.add(o0_, cs), _V8)
+        z1 = builder.sub(builder.sub(_splat(builder, p1_, _V8), a1), e1)
+        z0 = builder.sub(builder.sub(_splat(builder, p0_, _V8), a0), e0)
+        base = _splat(builder, builder.ptrtoint(L.data, _I64), _V8)
+        PV = ir.VectorType(_F64.as_pointer(), 8)
+        gfn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VF, [PV, ir.IntType(32), ir.VectorType(ir.IntType(1), 8), _VF]), "llvm.masked.gather.v8f64.v8p0")
+        allm = ir.Constant(ir.VectorType(ir.IntType(1), 8), [1]*8)
+        def g(ix):
+            addr = builder.add(base, builder.shl(ix, ir.Constant(_V8, [3]*8)))
+            return builder.call(gfn, [builder.inttoptr(addr, PV), ir.Constant(ir.IntType(32), 8), allm, ir.Constant(_VF, None)])
+        joint = builder.fadd(builder.fadd(builder.fadd(g(a1), g(e1)), builder.fadd(g(z1), g(a0))), builder.fadd(g(e0), g(z0)))
+        marg = builder.fadd(builder.fadd(g(builder.add(a1, a0)), g(builder.add(e1, e0))), g(builder.add(z1, z0)))
+        pa = builder.bitcast(A.data, _VF.as_pointer())
+        builder.store(builder.fadd(builder.load(pa, align=8), builder.fsub(joint, marg)), pa, align=8)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+_V32B = ir.VectorType(_I8, 32)
+_V4 = ir.VectorType(_I64, 4)
+_NIBBLE_POP = [0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4]
+
+
+@intrinsic
+def _mula_avx2(typingctx, a, aoff, n4):
+    """Muła et al.'s AVX2 lookup popcount over 4*n4 words: vpshufb nibble table + vpsadbw."""
+    if not (isinstance(a, types.Array) and _int_args_ok(aoff, n4)):
+        return None
+    sig = types.int64(a, aoff, n4)
+
+    def codegen(context, builder, signature, args):
+        A = context.make_array(signature.args[0])(context, builder, args[0])
+        off = context.cast(builder, args[1], signature.args[1], types.int64)
+        n = context.cast(builder, args[2], signature.args[2], types.int64)
+        base = builder.gep(A.data, [off])
+        pshufb = _declare(builder, "llvm.x86.avx2.pshuf.b", _V32B, [_V32B, _V32B])
+        psadbw = _declare(builder, "llvm.x86.avx2.psad.bw", _V4, [_V32B, _V32B])
+        lut = ir.Constant(_V32B, _NIBBLE_POP * 2)
+        low = ir.Constant(_V32B, [0x0F] * 32)
+        four = ir.Constant(_V32B, [4] * 32)
+        zero = ir.Constant(_V32B, None)
+        acc = cgutils.alloca_once_value(builder, ir.Constant(_V4, None))
+        with cgutils.for_range(builder, n) as loop:
+            i = builder.mul(loop.index, ir.Constant(_I64, 4))
+            v = _vload(builder, base, i, _V32B)
+            lo = builder.and_(v, low)
+            hi = builder.and_(builder.lshr(v, four), low)
+            cnt = builder.add(builder.call(pshufb, [lut, lo]), builder.call(pshufb, [lut, hi]))
+            builder.store(builder.add(builder.load(acc), builder.call(psadbw, [cnt, zero])), acc)
+        red = _declare(builder, "llvm.vector.reduce.add.v4i64", _I64, [_V4])
+        return builder.call(red, [builder.load(acc)])
+    return sig, codegen
