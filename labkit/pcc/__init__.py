@@ -304,8 +304,3 @@ def __getattr__(name):
         return getattr(bench, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-# ---------------------------------------------------------------- transitional
-# Until labkit.check's lookup imports labkit.pcc.checks through the registry (CHECK), register
-# the exercises here; checks.py imports this package only inside its check bodies (no cycle).
-from . import checks as _checks  # noqa: E402,F401

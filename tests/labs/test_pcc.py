@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from labkit import pcc
+from labkit.pcc import checks as _checks  # noqa: F401 - registers check.job_coords, …
 
 ROOT = Path(__file__).resolve().parents[2]
 
