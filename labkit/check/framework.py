@@ -1,0 +1,296 @@
+"""The exercise registry and the in-process part of a check: seeds, notes, verdict mapping.
+
+``@exercise(name, points, answers=(...))`` registers a check body; ``check.<name>(fn)`` finds it
+through :mod:`labkit.registry` (each lab's ``labkit.<lab>.checks`` module, imported with
+importlib — this package never imports a lab statically). Where the body runs is decided by
+:meth:`Exercise.__call__`: exercises of registry labs run in the trusted worker
+(:mod:`labkit.check.runner`); others (a test's fake exercise, ``--exercise-module``) run here.
+In both places the body receives the student's function wrapped in a
+:class:`labkit.check.guard.Guard` (delegation tracing, tamper detection).
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import os
+import secrets
+import warnings
+import zlib
+from typing import Any, Callable
+
+import numpy as np
+
+from .result import MAX_MESSAGE, CheckFailure, CheckResult
+
+__all__ = ["Exercise", "exercise", "seed", "rng", "note", "names", "get", "run",
+           "speed_enforced", "current"]
+
+
+# ---------------------------------------------------------------- seeds and inputs
+def seed() -> int:
+    """The seed for this check run: ``LABKIT_SEED`` if set (grading), else a fresh random one."""
+    env = os.environ.get("LABKIT_SEED")
+    if env not in (None, ""):
+        try:
+            return int(env)
+        except ValueError:
+            return zlib.crc32(env.encode())
+    return secrets.randbits(63)
+
+
+def rng(salt: str | None = None) -> np.random.Generator:
+    """A fresh ``numpy`` Generator seeded from :func:`seed` (and ``salt``, e.g. the exercise)."""
+    s = seed()
+    if salt is None:
+        salt = _current.name if _current is not None else ""
+    return np.random.default_rng([s, zlib.crc32(salt.encode())])
+
+
+def speed_enforced() -> bool:
+    """True unless ``LABKIT_SPEED=report`` (tests/CI); grading (``LABKIT_GRADING``) always enforces."""
+    if os.environ.get("LABKIT_GRADING"):
+        return True
+    return os.environ.get("LABKIT_SPEED", "").lower() != "report"
+
+
+# ---------------------------------------------------------------- the running check
+class _Context:
+    def __init__(self, name: str, exercise: "Exercise | None" = None):
+        self.name = name
+        self.exercise = exercise
+        self.notes: list[str] = []
+        self.details: dict = {}
+        self.guard = None
+
+
+_current: _Context | None = None
+_REGISTRY: dict[str, "Exercise"] = {}
+
+
+def current() -> _Context | None:
+    """The running check's context (None outside a check)."""
+    return _current
+
+
+def note(text: str) -> None:
+    """Add a remark to the running check's message (e.g. "32 int16 lanes"); no-op outside one."""
+    if _current is not None and text:
+        _current.notes.append(str(text))
+
+
+class Exercise:
+    """A registered check: call it with the student's function to get a :class:`CheckResult`."""
+
+    def __init__(self, name: str, points: float, body: Callable, module: str,
+                 answers: tuple[str, ...] = ()):
+        self.name, self.points, self.body, self.module = name, points, body, module
+        self.answers = tuple(answers)
+        self.__doc__ = body.__doc__
+        self.__name__ = name
+
+    @property
+    def trusted(self) -> bool:
+        """True when this exercise runs in the trusted worker (it belongs to a registry lab)."""
+        if os.environ.get("LABKIT_CHECK_INPROCESS") == "1":
+            return False
+        from labkit import registry
+        return any(self.module == lab.module or self.module.startswith(lab.module + ".")
+                   for lab in registry.LABS)
+
+    def __call__(self, student=None, *args, strict: bool = False, **kwargs) -> CheckResult:
+        """Run the check on ``student``; ``strict=True`` raises AssertionError on failure."""
+        from . import runner
+        if runner.in_worker() or not self.trusted or args or kwargs:
+            result = run_local(self, student, args, kwargs)
+        else:
+            result = runner.run_function(self.name, student)
+        return finish(result, strict)
+
+    def __repr__(self) -> str:
+        return f"<labkit check {self.name!r} ({self.points:g} pt) from {self.module}>"
+
+
+def finish(result: CheckResult, strict: bool = False) -> CheckResult:
+    """Record (``LABKIT_RESULTS``) and apply strict mode (``LABKIT_CHECK_STRICT``, nbgrader)."""
+    if os.environ.get("LABKIT_RESULTS"):
+        _record(result)
+    strict = (strict or os.environ.get("LABKIT_CHECK_STRICT") == "1"
+              or bool(os.environ.get("NBGRADER_EXECUTION")))  # nbgrader autograde/validate
+    if strict and not result.passed:
+        raise AssertionError(str(result))
+    return result
+
+
+def short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
+    """Run ``ex``'s body here on ``student`` (wrapped in a Guard) and map the outcome to a verdict."""
+    from .guard import Guard, Tampered
+    global _current
+    kwargs = kwargs or {}
+    ctx = _Context(ex.name, ex)
+    prev, _current = _current, ctx
+    verdict, message = "passed", ""
+    guard = None
+    try:
+        if student is None or not callable(student):
+            raise CheckFailure("not implemented",
+                               f"expected your function, got {type(student).__name__}")
+        with _quiet():
+            guard = ctx.guard = Guard(student, ex.answers, name=ex.name)
+            guard.static_checks()
+            extra = ex.body(guard, *args, **kwargs)
+            guard.verify()
+        message = "; ".join([str(extra)] * bool(extra) + ctx.notes) or "all good"
+    except Tampered as e:
+        verdict, message = "error", str(e)
+    except CheckFailure as e:
+        verdict, message = e.verdict, e.message
+    except NotImplementedError as e:
+        verdict = "not implemented"
+        message = str(e) or "the function still raises NotImplementedError — write your code"
+    except AssertionError as e:
+        verdict, message = "wrong", str(e) or "a result differs from the reference"
+    except Exception as e:  # noqa: BLE001 - a student's code may raise anything
+        verdict = "error"
+        body_file = getattr(getattr(ex.body, "__code__", None), "co_filename", "")
+        message = (_describe_error(e) if _blame_student(e, student, body_file)
+                   else _describe_own_error(e))
+    finally:
+        _current = prev
+    if guard is not None:   # a tamper or a call to labkit's answer overrides any other verdict
+        late = guard.late_verdict()
+        if late is not None:
+            verdict, message = late
+    passed = verdict == "passed"
+    return CheckResult(name=ex.name, passed=passed, points=ex.points if passed else 0.0,
+                       max_points=ex.points, verdict=verdict, message=short(message),
+                       details=_plain(ctx.details))
+
+
+def _plain(d: dict) -> dict:
+    return json.loads(json.dumps(d, default=str))
+
+
+def _blame_student(e: BaseException, student, body_file: str = "") -> bool:
+    """True unless the exception started in the check's own code (labkit or the check body's
+    file) rather than in the student's function or in code numba compiled."""
+    own = {getattr(f, "__code__", None) for f in (student, getattr(student, "py_func", None))}
+    own.discard(None)
+    frames = []
+    tb = e.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    if any(code in own or "numba" in code.co_filename for code in frames):
+        return True
+    if not frames:
+        return True
+    last = os.path.abspath(frames[-1].co_filename)
+    labkit_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return not (last.startswith(labkit_dir + os.sep)
+                or (body_file and last == os.path.abspath(body_file)))
+
+
+def _describe_own_error(e: BaseException) -> str:
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = (f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+             if tb is not None else "?")
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return (f"the check itself failed at {where} ({type(e).__name__}: {text}) — if your "
+            "function returns the documented type and shape, this is a labkit bug: please report it")
+
+
+def _describe_error(e: BaseException) -> str:
+    kind = type(e).__name__
+    text = str(e).strip()
+    if "numba" in type(e).__module__:
+        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("\x1b")]
+        first = lines[0] if lines else kind
+        return f"numba could not compile or run your function ({kind}): {first}"
+    return f"your function raised {kind}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence Python-level stderr and warnings (numba performance warnings) inside a check."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+
+
+def _record(result: CheckResult) -> None:
+    path = os.environ["LABKIT_RESULTS"]
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(result.to_dict()) + "\n")
+
+
+# ---------------------------------------------------------------- registry
+def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = ()
+             ) -> Callable[[Callable], Exercise]:
+    """Decorator registering a check body ``body(student) -> str | None`` as ``check.<name>``.
+
+    ``answers``: labkit's own kernels for this exercise, as ``"module:attribute"`` strings —
+    a student function that is, wraps or calls one of them gets ``uses labkit's answer``."""
+    if not name.isidentifier():
+        raise ValueError(f"exercise name {name!r} must be a Python identifier")
+    for a in answers:
+        if not isinstance(a, str) or ":" not in a:
+            raise ValueError(f"answers entries are 'module:attribute' strings, got {a!r}")
+
+    def deco(body: Callable) -> Exercise:
+        ex = Exercise(name, points, body, body.__module__, answers)
+        old = _REGISTRY.get(name)
+        if old is not None and old.module != ex.module:
+            raise ValueError(f"exercise {name!r} is registered by both {old.module} and {ex.module}")
+        _REGISTRY[name] = ex
+        return ex
+
+    return deco
+
+
+def check_modules() -> tuple[str, ...]:
+    """The modules that register exercises: ``labkit.<lab>.checks`` for every registry lab."""
+    from labkit import registry
+    return tuple(f"{lab.module}.checks" for lab in registry.LABS)
+
+
+def _load_all() -> None:
+    from labkit import registry
+    for lab in registry.LABS:
+        mod = f"{lab.module}.checks"
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name not in (mod, lab.module):  # a real missing dependency inside the lab
+                raise
+
+
+def names() -> list[str]:
+    """Names of every registered exercise (loads every lab's checks)."""
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Exercise:
+    """The registered exercise ``name`` (loads lab checks as needed)."""
+    if name not in _REGISTRY:
+        _load_all()
+    if name not in _REGISTRY:
+        raise AttributeError(f"no exercise named {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def run(name: str, student, *, strict: bool = False) -> CheckResult:
+    """Run exercise ``name`` on ``student`` (same as ``check.<name>(student)``)."""
+    return get(name)(student, strict=strict)
+
+

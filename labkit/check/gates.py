@@ -1,0 +1,331 @@
+"""Technique gates: each proves part of the lesson from the compiled code and ends the check
+with one line and its evidence when it fails.
+
+- :func:`vectorized_gate` — vector instructions at least the host's native width
+  (:func:`native_bits`, from ``labkit.hardware``; ``LABKIT_NATIVE_BITS`` overrides it).
+- :func:`lanes_gate` — ``<N x i16>`` (or another element type) in the hot loop, N ≥ native lanes.
+- :func:`no_branch_gate` — no conditional branch inside the hot loop (optimised LLVM IR).
+- :func:`fma_gate` — fused multiply-adds in the function's machine code.
+- :func:`no_fastmath_gate` — no ``fast``/``reassoc`` flags (``fastmath=True``) on float adds.
+- :func:`accumulators_gate` — at least k independent float accumulator lanes in the hot loop.
+- :func:`not_blas_gate` — no matrix multiply / BLAS call doing the work.
+- :func:`record_order` — the ids a numba helper (e.g. ``pcc.tile_coords``) was called with, in order.
+- :func:`require_njit` — the function must be compiled by numba (a plain-Python wrapper
+  does not skip the other gates).
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable
+
+from . import loops as _loops
+from .framework import current, note
+from .guard import is_dispatcher, unwrap
+from .result import CheckFailure
+
+__all__ = ["native_bits", "native_lanes", "require_njit", "vectorized_gate", "lanes_gate",
+           "no_branch_gate", "fma_gate", "no_fastmath_gate", "accumulators_gate",
+           "not_blas_gate", "record_order", "hot_loop"]
+
+_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "float": 32, "double": 64, "half": 16}
+_DTYPE_IR = {"int8": "i8", "uint8": "i8", "int16": "i16", "uint16": "i16", "int32": "i32",
+             "uint32": "i32", "int64": "i64", "uint64": "i64", "float32": "float",
+             "float64": "double"}
+
+
+def native_bits() -> int:
+    """The widest vectors numba's LLVM emits for plain loops on this host (bits).
+
+    ``LABKIT_NATIVE_BITS`` overrides it (tests simulate a 128-bit NEON host); otherwise
+    ``labkit.hardware.native_vector_bits()``; without that: 256 on AVX2/AVX-512 x86 (LLVM
+    prefers 256-bit vectors there), 128 elsewhere."""
+    env = os.environ.get("LABKIT_NATIVE_BITS", "").strip()
+    if env:
+        try:
+            return max(64, int(env))
+        except ValueError:
+            pass
+    try:
+        from labkit import hardware
+        fn = getattr(hardware, "native_vector_bits", None)
+        if fn is not None:
+            return int(fn())
+    except Exception:  # noqa: BLE001 - fall back to the ISA guess below
+        pass
+    try:
+        import llvmlite.binding as ll
+        feats = ll.get_host_cpu_features()
+        if feats.get("avx2") or feats.get("avx512f"):
+            return 256
+        if feats.get("avx"):
+            return 256
+    except Exception:  # noqa: BLE001
+        pass
+    return 128
+
+
+def native_lanes(dtype: str) -> int:
+    """Lanes of ``dtype`` (``"int16"``, ``"i16"``, ``"float64"`` …) in one native vector."""
+    ir = _DTYPE_IR.get(str(dtype), str(dtype))
+    return max(1, native_bits() // _BITS[ir])
+
+
+def _detail(key, value):
+    ctx = current()
+    if ctx is not None:
+        ctx.details[key] = value
+
+
+def _as_signature(signature):
+    """Turn a tuple of example arguments into numba types (types pass through)."""
+    if isinstance(signature, tuple):
+        import numba
+        return tuple(a if isinstance(a, numba.types.Type) else numba.typeof(a) for a in signature)
+    return signature
+
+
+def require_njit(fn, verdict: str = "not vectorised") -> Callable:
+    """The student's dispatcher, or ``verdict``: a plain-Python function has no compiled loop."""
+    f = unwrap(fn)
+    if is_dispatcher(f):
+        return f
+    name = getattr(f, "__name__", type(f).__name__)
+    raise CheckFailure(verdict, f"{name} is not a numba function (no @njit): there is no "
+                                "compiled loop to check — decorate it with @njit and write the "
+                                "loop yourself")
+
+
+def _ir(fn, signature) -> str:
+    from labkit import inspect as lk_inspect
+    return lk_inspect.llvm_ir(require_njit(fn), _as_signature(signature))
+
+
+def hot_loop(fn, signature, where: str | None = None):
+    """(loop, all innermost loops) of ``fn``'s optimised IR; ``where``: a regex the loop must
+    contain (e.g. ``r"@llvm\\.log"``), else the innermost loop with the most vector code."""
+    ir = _ir(fn, signature)
+    inner = [lp for lp in _loops.loops(ir) if lp.inner]
+    if where:
+        pat = re.compile(where)
+        inner = [lp for lp in inner if any(pat.search(ln) for ln in lp.lines)] or inner
+    if not inner:
+        return None, []
+    return max(inner, key=lambda lp: (_loops.vector_count(lp.lines), len(lp.lines))), inner
+
+
+def vectorized_gate(fn: Callable, signature=None, *, min_bits: int | None = None) -> int:
+    """Require vector instructions at least the host's native width (``min_bits`` caps the
+    requirement, never raises it above the host's width); returns the widest vector in bits.
+    On failure the message carries the vectoriser's own reason when it can be found."""
+    from labkit import inspect as lk_inspect
+
+    disp = require_njit(fn)
+    signature = _as_signature(signature)
+    native = native_bits()
+    need = native if min_bits is None else min(int(min_bits), native)
+    rep = lk_inspect.vector_report(disp, signature)
+    width = int(rep.max_width_bits)
+    _detail("vector_bits", width)
+    _detail("native_bits", native)
+    if rep.vectorized and width >= need:
+        note(f"vectorised, {width}-bit")
+        return width
+    reason = ""
+    try:
+        rem = lk_inspect.remarks(disp, signature)
+        missed = [r for r in rem if not getattr(r, "vectorized", False)]
+        if missed:
+            r0 = missed[0]
+            reason = f" — line {getattr(r0, 'line', '?')}: {getattr(r0, 'reason', '')}".rstrip(": ")
+    except Exception:  # noqa: BLE001 - the reason is a bonus; the verdict stands without it
+        reason = ""
+    what = "no vector instructions" if not rep.vectorized else f"only {width}-bit vectors"
+    raise CheckFailure("not vectorised", f"{what}, need ≥ {need}-bit (this host's native "
+                                         f"width){reason}")
+
+
+def lanes_gate(fn: Callable, signature, dtype: str = "int16", *, min_lanes: int | None = None,
+               verdict: str = "not vectorised", hint: str = "") -> int:
+    """Require ``<N x iK>`` vectors of ``dtype`` in the hot loop with N ≥ the native lane count."""
+    ty = _DTYPE_IR.get(dtype, dtype)
+    need = min_lanes or native_lanes(ty)
+    lp, inner = hot_loop(fn, signature, where=rf"<\d+ x {ty}>")
+    pat = re.compile(rf"<(\d+) x {re.escape(ty)}>")
+    lanes = max((int(m) for ln in (lp.lines if lp else []) for m in pat.findall(ln)), default=0)
+    _detail(f"{dtype}_lanes", lanes)
+    if lanes >= need:
+        note(f"{lanes} {dtype} lanes per instruction")
+        return lanes
+    if lanes:
+        msg = f"only {lanes} {dtype} lanes (<{lanes} x {ty}>) in the hot loop, need {need}"
+    else:
+        msg = f"no <N x {ty}> vectors in the hot loop, need {need} {dtype} lanes"
+    raise CheckFailure(verdict, msg + (f" — {hint}" if hint else ""))
+
+
+def no_branch_gate(fn: Callable, signature, *, where: str | None = None, hint: str = "") -> None:
+    """No conditional branch inside the hot loop(s) (those matching ``where``), back edges and
+    loop exits aside — the optimised IR's ``br i1`` / ``switch``."""
+    lp, inner = hot_loop(fn, signature, where=where)
+    if lp is None:
+        raise CheckFailure("technique missing", "no loop found in your compiled function")
+    if where:
+        pat = re.compile(where)
+        loops_ = [x for x in inner if any(pat.search(ln) for ln in x.lines)] or [lp]
+    else:
+        loops_ = [lp]
+    branches = [b for x in loops_ for b in _loops.conditional_branches(x)]
+    _detail("hot_loop_branches", len(branches))
+    if not branches:
+        note("no branch in the hot loop")
+        return
+    first = re.sub(r",?\s*!prof.*", "", branches[0])
+    raise CheckFailure("technique missing",
+                       f"{len(branches)} conditional branch{'es' * (len(branches) > 1)} inside "
+                       f"the hot loop ({first}) — " + (hint or "replace the if by a mask"))
+
+
+def fma_gate(fn: Callable, signature) -> int:
+    """Require fused multiply-add instructions in the function's machine code."""
+    from labkit import inspect as lk_inspect
+    disp = require_njit(fn)
+    text = lk_inspect.asm(disp, _as_signature(signature))
+    n = len(re.findall(r"\b(v?fn?m(add|sub)\w*|fmla|fmadd|fmsub)\b", text))
+    _detail("fma", n)
+    if n:
+        note(f"{n} FMA instructions")
+        return n
+    raise CheckFailure("technique missing", "no fused multiply-add in your compiled code")
+
+
+def no_fastmath_gate(fn: Callable, signature, *, hint: str = "") -> None:
+    """No ``fastmath`` (``fast``/``reassoc`` on float adds): the reordering is the exercise."""
+    disp = require_njit(fn)
+    fm = disp.targetoptions.get("fastmath")
+    ir = _ir(fn, signature)
+    flagged = re.findall(r"= fadd (?:[a-z ]*\b(?:fast|reassoc)\b[a-z ]*) ", ir)
+    if fm or flagged:
+        why = "fastmath=True" if fm else f"'{flagged[0].strip()}' in the IR"
+        raise CheckFailure("technique missing",
+                           f"{why} lets LLVM reorder the sum for you — "
+                           + (hint or "the exercise is to write the independent sums yourself"))
+
+
+def accumulators_gate(fn: Callable, signature, k: int, *, dtype: str = "float64",
+                      hint: str = "") -> int:
+    """At least ``k`` independent accumulator lanes of ``dtype`` (phi nodes, scalar = 1 lane,
+    ``<4 x double>`` = 4) carried around the hot loop."""
+    ty = _DTYPE_IR.get(dtype, dtype)
+    lp, _ = hot_loop(fn, signature)
+    if lp is None:
+        raise CheckFailure("technique missing",
+                           "no loop in your compiled function — the work happens in a library "
+                           "call, not in the loop the exercise asks for")
+    lanes = 0
+    for ln in lp.lines:
+        m = re.match(rf"%\S+ = phi (?:(?:fast|reassoc|nnan|ninf|nsz|arcp|contract|afn) )*"
+                     rf"(<(\d+) x {ty}>|{ty}) ", ln)
+        if m:
+            lanes += int(m.group(2)) if m.group(2) else 1
+    _detail("accumulator_lanes", lanes)
+    if lanes >= k:
+        note(f"{lanes} independent {dtype} sums in the hot loop")
+        return lanes
+    raise CheckFailure("technique missing",
+                       f"{lanes} {dtype} accumulator{'s' * (lanes != 1)} in the hot loop, need "
+                       f"≥ {k} independent sums" + (f" — {hint}" if hint else ""))
+
+
+_BLAS = re.compile(r"xxgemm|xxgemv|xxdot|cblas_|dgemm|sgemm|ddot_")
+_MATMUL_NAMES = {"dot", "matmul", "einsum", "inner", "tensordot", "vdot", "outer"}
+
+
+def not_blas_gate(fn: Callable, signature=None, *, hint: str = "") -> None:
+    """The work is not a matrix multiply: no ``@``/``np.dot`` in Python bytecode, no BLAS call
+    in numba's IR."""
+    import dis
+    f = unwrap(fn)
+    msg = "a matrix multiply (BLAS) does the work instead of your loop"
+    msg += f" — {hint}" if hint else ""
+    if is_dispatcher(f):
+        ir = _ir(fn, signature)
+        if _BLAS.search(ir):
+            raise CheckFailure("technique missing", msg)
+        return
+    code = getattr(getattr(f, "__code__", None), "co_code", None)
+    if code is None:
+        return
+    for ins in dis.get_instructions(f):
+        if ins.opname == "BINARY_OP" and ins.argrepr in ("@", "@="):
+            raise CheckFailure("technique missing", msg)
+        if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL") and ins.argval in _MATMUL_NAMES:
+            raise CheckFailure("technique missing", msg)
+
+
+# ---------------------------------------------------------------- access order
+_ORDER: list = []
+
+
+def _record_id(j) -> None:
+    _ORDER.append(int(j))
+
+
+def _traced_njit(real, arg: int, nargs: int):
+    """A numba function calling ``real`` that records its ``arg``-th argument (objmode)."""
+    import numba
+    names = ", ".join(f"a{i}" for i in range(nargs))
+    src = (f"def traced({names}):\n"
+           f"    with numba.objmode():\n"
+           f"        _record_id(a{arg})\n"
+           f"    return real({names})\n")
+    ns = {"numba": numba, "_record_id": _record_id, "real": real}
+    exec(compile(src, "<labkit order tracer>", "exec"), ns)
+    return numba.njit(ns["traced"])
+
+
+def record_order(fn: Callable, args, target: str, *, arg: int, nargs: int) -> list[int]:
+    """Call a fresh copy of ``fn`` on ``args`` with ``target`` (``"labkit.pcc:tile_coords"``)
+    replaced by a recording wrapper; returns its ``arg``-th argument per call, in order (empty
+    when ``fn`` never calls it). The student's dispatcher and labkit stay untouched."""
+    import importlib
+    import sys
+    import types
+
+    import numba
+
+    f = unwrap(fn)
+    mod, _, attr = target.partition(":")
+    real = getattr(importlib.import_module(mod), attr)
+    traced = _traced_njit(real, arg, nargs) if is_dispatcher(real) else None
+    if traced is None:
+        def traced(*a, _real=real):  # noqa: E306 - a plain-Python helper
+            _record_id(a[arg])
+            return _real(*a)
+    py = getattr(f, "py_func", f)
+    glb = getattr(py, "__globals__", {})
+    swaps = []
+    for mname, m in list(sys.modules.items()):
+        if isinstance(m, types.ModuleType) and (mname == mod.split(".")[0] or mname.startswith(
+                mod.split(".")[0] + ".")) and not mname.startswith("labkit.check"):
+            for k, v in list(vars(m).items()):
+                if v is real:
+                    swaps.append((vars(m), k, v))
+    for k, v in list(glb.items()):
+        if v is real:
+            swaps.append((glb, k, v))
+    _ORDER.clear()
+    try:
+        for d, k, _ in swaps:
+            d[k] = traced
+        if is_dispatcher(f):
+            opts = {k: v for k, v in f.targetoptions.items() if k not in ("cache",)}
+            copy = numba.njit(**opts)(py)
+            copy(*args)
+        else:
+            guard = fn if fn is not f else None
+            (guard or f)(*args)
+    finally:
+        for d, k, v in swaps:
+            d[k] = v
+    return list(_ORDER)

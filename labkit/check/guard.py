@@ -1,0 +1,422 @@
+"""The student's function as a check body sees it: a :class:`Guard`.
+
+* **Delegation** (``uses labkit's answer``): the exercise's answer kernels (``answers=`` of
+  ``@exercise``) may not be the student's function, be reachable from its bytecode (globals,
+  attribute chains, closures, defaults, nested and helper functions of the same cell), be
+  called from its numba code (the typing of every compiled overload, helpers followed), or be
+  called while it runs (the answers are replaced by tracing wrappers in every ``labkit.*``
+  module during each call, so ``getattr(A, "trans" + "pose_batch")`` and ``importlib`` are seen).
+* **Tampering**: the identities of the functions, classes and modules in numpy, json, time,
+  math, marshal, builtins and ``labkit.*`` are snapshotted before student code runs and
+  verified after each call (and thread, trace and import-hook state). A change ends the check
+  with ``error`` (0 points); the worker that saw it is then replaced.
+"""
+from __future__ import annotations
+
+import builtins
+import dis
+import importlib
+import sys
+import threading
+import types
+from typing import Any, Callable
+
+from .result import CheckFailure
+
+__all__ = ["Guard", "Tampered", "Snapshot", "unwrap", "resolve_answers", "is_dispatcher"]
+
+ANSWER = "uses labkit's answer"
+
+#: Modules whose callables a check relies on (plus every loaded ``labkit.*`` module).
+WATCHED = ("builtins", "json", "json.encoder", "json.decoder", "time", "math", "marshal",
+           "numpy", "numpy.linalg", "numpy.random", "numpy._core.numeric",
+           "numpy._core.fromnumeric", "numpy._core.multiarray", "numpy._core.numerictypes",
+           "numpy._core._methods", "numpy.lib._function_base_impl", "zlib", "secrets",
+           "functools", "operator", "linecache")
+
+
+class Tampered(Exception):
+    """Student code changed something the checker relies on."""
+
+
+def is_dispatcher(fn) -> bool:
+    try:
+        from numba.core.dispatcher import Dispatcher
+    except Exception:  # noqa: BLE001 - numba missing: nothing is a dispatcher
+        return False
+    return isinstance(fn, Dispatcher)
+
+
+def unwrap(fn):
+    """The student's own callable behind a :class:`Guard` (gates inspect this)."""
+    return fn.fn if isinstance(fn, Guard) else fn
+
+
+def _watched_modules() -> list[tuple[str, types.ModuleType]]:
+    mods = sys.modules
+    out = [(n, mods[n]) for n in WATCHED if n in mods]
+    out += [(n, m) for n, m in list(mods.items())
+            if (n == "labkit" or n.startswith("labkit.")) and isinstance(m, types.ModuleType)]
+    return out
+
+
+def _kept(v) -> bool:
+    return callable(v) or isinstance(v, types.ModuleType)
+
+
+class Snapshot:
+    """Identities of the callables/modules in the watched modules, and process-wide hooks."""
+
+    def __init__(self):
+        self.items: dict[str, dict[str, Any]] = {}
+        self.modules: dict[str, types.ModuleType] = {}
+        self.extend()
+        self.trace = (sys.gettrace(), sys.getprofile(), threading.gettrace()
+                      if hasattr(threading, "gettrace") else None)
+        self.threads = {t.ident for t in threading.enumerate()}
+        self.meta_path = list(sys.meta_path)
+        self.path_hooks = list(sys.path_hooks)
+        self.excepthook = sys.excepthook
+
+    def extend(self) -> None:
+        """Add modules loaded since (called only at trusted points, between student calls)."""
+        for name, mod in _watched_modules():
+            if name in self.items:
+                continue
+            self.modules[name] = mod
+            self.items[name] = {k: v for k, v in vars(mod).items() if _kept(v)}
+
+    def changes(self, ignore: dict | None = None) -> list[str]:
+        out = []
+        mods = sys.modules
+        for name, mod in self.modules.items():
+            if mods.get(name) is not mod:
+                out.append(f"sys.modules[{name!r}]")
+                continue
+            d = vars(mod)
+            for k, v in self.items[name].items():
+                cur = d.get(k, _MISSING)
+                if cur is not v and not (ignore and ignore.get((name, k)) is cur):
+                    out.append(f"{name}.{k}")
+                    if len(out) >= 5:
+                        return out
+        if (sys.gettrace(), sys.getprofile()) != self.trace[:2]:
+            out.append("sys.settrace/setprofile")
+        new = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
+        if new:
+            out.append(f"a thread it started ({new[0].name})")
+        if list(sys.meta_path) != self.meta_path or list(sys.path_hooks) != self.path_hooks:
+            out.append("the import system (sys.meta_path)")
+        return out
+
+
+_MISSING = object()
+
+
+def resolve_answers(answers) -> list[tuple[str, Any]]:
+    """``["labkit.alignment:transpose_batch", …]`` → ``[(label, object), …]`` (missing ones skipped)."""
+    out = []
+    for spec in answers:
+        mod, _, attr = spec.partition(":")
+        try:
+            obj = importlib.import_module(mod)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError):
+            continue
+        out.append((f"{mod.split('.')[1] if mod.count('.') else mod}.{attr}", obj))
+    return out
+
+
+def _ids(obj) -> set[int]:
+    s = {id(obj)}
+    py = getattr(obj, "py_func", None)
+    if py is not None:
+        s.add(id(py))
+    return s
+
+
+class Guard:
+    """Wraps the student's callable for a check body; attribute access passes through."""
+
+    def __init__(self, fn: Callable, answers=(), *, name: str = "", snapshot: Snapshot | None = None):
+        self.fn = fn
+        self.name = name
+        self.answers = resolve_answers(answers)
+        self._answer_ids = {}
+        for label, obj in self.answers:
+            for i in _ids(obj):
+                self._answer_ids[i] = label
+        self.snapshot = snapshot or Snapshot()
+        self.delegated: str | None = None
+        self.tampered: list[str] = []
+        self.calls = 0
+        self._checked_sigs: set = set()
+        self._tracers: list[tuple[types.ModuleType, str, Any]] = []
+        self._active = 0
+        self._ignore: dict = {}
+
+    # -- pass-through so `hasattr(student, "signatures")`, `.py_func` … keep working
+    def __getattr__(self, item):
+        return getattr(self.fn, item)
+
+    @property
+    def __name__(self):  # noqa: D401 - the student's function name
+        return getattr(self.fn, "__name__", type(self.fn).__name__)
+
+    # -- delegation, static
+    def _answer_label(self, obj) -> str | None:
+        for i in _ids(obj):
+            if i in self._answer_ids:
+                return self._answer_ids[i]
+        if isinstance(obj, Guard):
+            return self._answer_label(obj.fn)
+        return None
+
+    def static_checks(self) -> None:
+        """Identity, bytecode (globals, attributes, closures, defaults, helpers) — before any call."""
+        if not self.answers:
+            return
+        label = self._answer_label(self.fn)
+        if label is not None:
+            self._delegate(label, "your function is labkit's own kernel")
+        seen: set[int] = set()
+        self._scan(self.fn, seen, depth=0)
+
+    def _delegate(self, label: str, how: str):
+        self.delegated = self.delegated or f"{how} ({label})"
+        raise CheckFailure(ANSWER, f"{how} ({label}) — write the exercise's loop yourself; "
+                                   "labkit's kernels are there to compare with, not to hand in")
+
+    def _scan(self, obj, seen: set[int], depth: int) -> None:
+        if id(obj) in seen or depth > 6:
+            return
+        seen.add(id(obj))
+        label = self._answer_label(obj)
+        if label is not None:
+            self._delegate(label, "your function uses labkit's kernel")
+        if isinstance(obj, Guard):
+            obj = obj.fn
+        import functools
+        if isinstance(obj, functools.partial):
+            self._scan(obj.func, seen, depth + 1)
+            for a in list(obj.args) + list((obj.keywords or {}).values()):
+                if callable(a):
+                    self._scan(a, seen, depth + 1)
+            return
+        py = getattr(obj, "py_func", None)
+        fn = py if py is not None else obj
+        if isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            call = getattr(type(obj), "__call__", None)
+            if call is not None and getattr(call, "__code__", None) is not None and \
+                    not type(obj).__module__.startswith(("numba", "labkit", "builtins")):
+                self._scan(call, seen, depth + 1)
+            return
+        glb = getattr(fn, "__globals__", {})
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            self._scan_value(v, seen, depth)
+        for v in (getattr(fn, "__defaults__", None) or ()):
+            self._scan_value(v, seen, depth)
+        for v in (getattr(fn, "__kwdefaults__", None) or {}).values():
+            self._scan_value(v, seen, depth)
+        self._scan_code(code, glb, seen, depth)
+
+    def _scan_value(self, v, seen, depth):
+        if callable(v) or isinstance(v, types.ModuleType):
+            if isinstance(v, types.ModuleType):
+                return
+            self._scan(v, seen, depth + 1)
+
+    def _scan_code(self, code, glb: dict, seen: set[int], depth: int) -> None:
+        chain: Any = _MISSING
+        for ins in dis.get_instructions(code):
+            op = ins.opname
+            if op in ("LOAD_GLOBAL", "LOAD_NAME"):
+                name = ins.argval
+                chain = glb.get(name, getattr(builtins, name, _MISSING))
+                self._check_loaded(chain, seen, depth, glb)
+            elif op in ("LOAD_ATTR", "LOAD_METHOD") and chain is not _MISSING:
+                try:
+                    chain = getattr(chain, ins.argval)
+                except Exception:  # noqa: BLE001 - a lazy attribute may fail: not our business
+                    chain = _MISSING
+                    continue
+                self._check_loaded(chain, seen, depth, glb)
+            elif op in ("LOAD_DEREF", "LOAD_CLOSURE", "LOAD_FAST", "PRECALL", "CACHE",
+                        "EXTENDED_ARG", "PUSH_NULL"):
+                if op not in ("PRECALL", "CACHE", "EXTENDED_ARG", "PUSH_NULL"):
+                    chain = _MISSING
+            else:
+                chain = _MISSING
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                self._scan_code(c, glb, seen, depth + 1)
+
+    def _check_loaded(self, obj, seen, depth, glb) -> None:
+        if obj is _MISSING:
+            return
+        label = self._answer_label(obj)
+        if label is not None:
+            self._delegate(label, "your function uses labkit's kernel")
+        # follow the student's own helpers (same globals: same cell / module)
+        py = getattr(obj, "py_func", obj)
+        if getattr(py, "__globals__", None) is glb and id(obj) not in seen:
+            self._scan(obj, seen, depth + 1)
+
+    # -- delegation, numba typing
+    def _check_overload(self, disp, sig, seen: set | None = None) -> None:
+        seen = seen if seen is not None else set()
+        key = (id(disp), sig)
+        if key in seen:
+            return
+        seen.add(key)
+        cres = disp.overloads.get(sig)
+        if cres is None:
+            return
+        try:
+            from numba.core import types as nt
+            ann = cres.type_annotation
+            typemap = ann.typemap if ann is not None else {}
+            calltypes = ann.calltypes if ann is not None else {}
+        except Exception:  # noqa: BLE001 - no annotation (cached overload): nothing to read
+            return
+        for t in list(typemap.values()):
+            if isinstance(t, nt.Dispatcher):
+                d = t.dispatcher
+                label = self._answer_label(d)
+                if label is not None:
+                    self._delegate(label, "your numba code calls labkit's kernel")
+                if not type(d.py_func).__module__.startswith("labkit") and \
+                        not (getattr(d.py_func, "__module__", "") or "").startswith("labkit"):
+                    for s in list(d.overloads):
+                        self._check_overload(d, s, seen)
+        del calltypes
+
+    def precompile(self, args) -> None:
+        """Compile a numba dispatcher for ``args`` with labkit's answers untouched, then read
+        its typing for calls into them (a cached overload is recompiled fresh for that)."""
+        fn = self.fn
+        if not is_dispatcher(fn) or not self.answers:
+            return
+        import numba
+        try:
+            sig = tuple(numba.typeof(a) for a in args)
+        except Exception:  # noqa: BLE001 - an argument numba cannot type: the call will say
+            return
+        if sig in self._checked_sigs:
+            return
+        self._checked_sigs.add(sig)
+        try:
+            if sig not in fn.overloads:
+                fn.compile(sig)
+        except Exception:  # noqa: BLE001 - the real call reports the compile error
+            return
+        cres = fn.overloads.get(sig)
+        if cres is not None and getattr(cres, "type_annotation", None) is None:
+            try:   # loaded from numba's disk cache: type a fresh copy to read its calls
+                opts = {k: v for k, v in fn.targetoptions.items() if k != "cache"}
+                fresh = numba.njit(**opts)(fn.py_func)
+                fresh.compile(sig)
+                self._check_overload(fresh, sig)
+            except CheckFailure:
+                raise
+            except Exception:  # noqa: BLE001
+                return
+            return
+        self._check_overload(fn, sig)
+
+    # -- delegation at run time
+    def _install_tracers(self) -> None:
+        if not self.answers or self._tracers:
+            return
+        guard = self
+        by_id = {}
+        for label, obj in self.answers:
+            by_id[id(obj)] = (label, obj)
+        for mname, mod in list(sys.modules.items()):
+            if not (mname == "labkit" or mname.startswith("labkit.")) or mname.endswith(".checks") \
+                    or mname.startswith("labkit.check") or not isinstance(mod, types.ModuleType):
+                continue
+            d = vars(mod)
+            for k, v in list(d.items()):
+                hit = by_id.get(id(v))
+                if hit is None:
+                    continue
+                label, real = hit
+
+                def tracer(*a, _real=real, _label=label, **kw):
+                    if guard._active:
+                        guard.delegated = guard.delegated or (
+                            f"your function called labkit's kernel while it ran ({_label})")
+                    return _real(*a, **kw)
+
+                tracer.__name__ = tracer.__qualname__ = f"labkit_answer_{k}"
+                tracer.__labkit_answer__ = label
+                self._tracers.append((mod, k, v))
+                d[k] = tracer
+                self._ignore[(mname, k)] = tracer
+
+    def _remove_tracers(self) -> None:
+        for mod, k, v in self._tracers:
+            vars(mod)[k] = v
+        self._tracers.clear()
+        self._ignore.clear()
+
+    def tracing(self):
+        """Context manager: answers traced and calls counted as the student's (speed gates)."""
+        guard = self
+
+        class _T:
+            def __enter__(self_):
+                guard._install_tracers()
+                guard._active += 1
+                return guard
+
+            def __exit__(self_, et, ev, tb):
+                guard._active -= 1
+                if not guard._active:
+                    guard._remove_tracers()
+                if et is not None and ev is not None and guard.answers and \
+                        "labkit_answer_" in str(ev) and guard.delegated is None:
+                    guard.delegated = "your numba code refers to labkit's kernel"
+                return False
+
+        return _T()
+
+    # -- the call
+    def __call__(self, *args, **kwargs):
+        self.snapshot.extend()
+        self.precompile(args)
+        self.calls += 1
+        with self.tracing():
+            out = self.fn(*args, **kwargs)
+        self.verify()
+        return out
+
+    def verify(self) -> None:
+        """Raise :class:`Tampered` / end with ``uses labkit's answer`` if the last calls did so."""
+        ch = self.snapshot.changes(self._ignore)
+        if ch:
+            self.tampered = ch
+            raise Tampered(f"your code changed {', '.join(ch[:3])} — the checker's own "
+                           "functions must not be replaced (0 points)")
+        if self.delegated:
+            raise CheckFailure(ANSWER, f"{self.delegated} — write the exercise's code yourself; "
+                                       "labkit's kernels are there to compare with")
+
+    def late_verdict(self) -> tuple[str, str] | None:
+        """A verdict that overrides the body's: tampering, then delegation."""
+        try:
+            self.verify()
+        except Tampered as e:
+            return "error", str(e)
+        except CheckFailure as e:
+            return e.verdict, e.message
+        return None

@@ -1,0 +1,159 @@
+"""Honest speed verdicts: interleaved repeats against labkit's kernel, a confidence interval
+on the ratio, a bounded re-measurement when it straddles the threshold, then ``inconclusive``.
+
+Each *round* times the reference, the student, the student, the reference (ABBA, so a drift in
+machine speed cancels), each sample ``loops`` calls long (≥ ``min_time``); a round's ratio is
+best-of-two reference / best-of-two student. The estimate is the median of the rounds' ratios
+and its interval the distribution-free interval of the median (order statistics, ≈ 90 %).
+The clock is bound when this module is imported — before any student code runs in the worker.
+"""
+from __future__ import annotations
+
+import math
+from time import perf_counter as _clock
+from typing import Callable
+
+from .framework import current, note, speed_enforced
+from .guard import Guard, unwrap
+from .result import CheckFailure
+
+__all__ = ["speed_gate", "measure_ratio", "Measurement"]
+
+_sorted = sorted
+_min = min
+
+
+class Measurement:
+    def __init__(self, ratios: list[float]):
+        self.ratios = _sorted(ratios)
+        self.ratio = _median(self.ratios)
+        self.low, self.high = _median_interval(self.ratios)
+
+    def __repr__(self):
+        return f"ratio {self.ratio:.2f} [{self.low:.2f}, {self.high:.2f}] over {len(self.ratios)}"
+
+
+def _median(xs: list[float]) -> float:
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def _median_interval(xs: list[float], z: float = 1.645) -> tuple[float, float]:
+    """Order-statistic interval of the median (≈ 90 % for z = 1.645), sorted ``xs``."""
+    n = len(xs)
+    if n < 3:
+        return xs[0], xs[-1]
+    half = z * math.sqrt(n) / 2
+    lo = max(0, int(math.floor(n / 2 - half)))
+    hi = min(n - 1, int(math.ceil(n / 2 + half)) - 1)
+    return xs[lo], xs[hi]
+
+
+def _time(fn, args, loops: int) -> float:
+    t0 = _clock()
+    for _ in range(loops):
+        fn(*args)
+    return (_clock() - t0) / loops
+
+
+def _loops_for(fn, args, min_time: float) -> int:
+    fn(*args)                       # compile / warm caches
+    t = _time(fn, args, 1)
+    if t <= 0:
+        t = 1e-7
+    loops = max(1, int(min_time / t))
+    if loops > 1:                   # a second estimate: the first call may still be warming up
+        t2 = _time(fn, args, min(loops, 1000))
+        loops = max(1, int(min_time / max(t2, 1e-9)))
+    return min(loops, 1_000_000)
+
+
+def measure_ratio(student: Callable, reference: Callable, args, *, student_args=None,
+                  rounds: int = 7, min_time: float = 0.01, loops=None) -> tuple[Measurement, tuple]:
+    """Interleaved (ABBA) rounds: ratio = reference time / student time per round."""
+    sargs = args if student_args is None else student_args
+    if loops is None:
+        loops = (_loops_for(reference, args, min_time), _loops_for(student, sargs, min_time))
+    lr, ls = loops
+    ratios = []
+    for _ in range(rounds):
+        r1 = _time(reference, args, lr)
+        s1 = _time(student, sargs, ls)
+        s2 = _time(student, sargs, ls)
+        r2 = _time(reference, args, lr)
+        ratios.append(_min(r1, r2) / max(_min(s1, s2), 1e-12))
+    return Measurement(ratios), loops
+
+
+def _verdict(ratio: float, need: float) -> str:
+    if ratio < 0.9:
+        return "slower"
+    if ratio < 1.1 and need > 1.1:
+        return "no change"
+    return "not fast enough"
+
+
+def _describe(ratio: float, vs: str) -> str:
+    return (f"{ratio:.1f}× faster than {vs}" if ratio >= 1
+            else f"{1 / ratio:.1f}× slower than {vs}")
+
+
+def speed_gate(student: Callable, reference: Callable, args, *, need: float,
+               vs: str = "labkit's kernel", repeat: int = 7, min_time: float = 0.01,
+               student_args=None, max_rounds: int = 35) -> float:
+    """Time ``student`` against ``reference`` (same moment, interleaved) and require
+    ``ratio ≥ need`` with confidence; returns the median ratio and notes it in the message.
+
+    Passes when the interval's low end is ≥ ``need``, fails (``slower`` / ``no change`` /
+    ``not fast enough``) when its high end is below, re-measures while it straddles (up to
+    ``max_rounds`` rounds), then says ``inconclusive`` with the interval. Under
+    ``LABKIT_SPEED=report`` the ratio is reported, never judged."""
+    guard = student if isinstance(student, Guard) else None
+    raw = unwrap(student)
+    sargs = args if student_args is None else student_args
+    if guard is not None:
+        guard.snapshot.extend()
+        guard.precompile(sargs)
+    t0 = _clock()
+    reference(*args)               # compile labkit's kernel before any tracer is installed
+    enforce = speed_enforced()
+    rounds = max(3, int(repeat)) if enforce else 3
+
+    def measure(n, loops=None):
+        if guard is not None:
+            with guard.tracing():
+                out = measure_ratio(raw, reference, args, student_args=sargs, rounds=n,
+                                    min_time=min_time, loops=loops)
+            guard.verify()
+            return out
+        return measure_ratio(raw, reference, args, student_args=sargs, rounds=n,
+                             min_time=min_time, loops=loops)
+
+    m, loops = measure(rounds)
+    all_ratios = list(m.ratios)
+    while enforce and m.low < need <= m.high and len(all_ratios) < max_rounds:
+        more, _ = measure(min(rounds, max_rounds - len(all_ratios)), loops)
+        all_ratios += more.ratios
+        m = Measurement(all_ratios)
+    ratio = m.ratio
+    ctx = current()
+    if ctx is not None:
+        ctx.details.update(speed_ratio=ratio, speed_need=need, speed_low=m.low,
+                           speed_high=m.high, speed_rounds=len(all_ratios),
+                           speed_seconds=round(_clock() - t0, 3))
+    text = _describe(ratio, vs)
+    interval = f"[{m.low:.2f}, {m.high:.2f}]× over {len(all_ratios)} interleaved rounds"
+    if not enforce:
+        if ratio >= need:
+            note(text)
+        else:
+            note(f"{text}, need ≥ {need:g}× — speed reported only (LABKIT_SPEED=report)")
+        return ratio
+    if m.low >= need:
+        note(text)
+        return ratio
+    if m.high < need:
+        raise CheckFailure(_verdict(ratio, need), f"{text} {interval}, need ≥ {need:g}×")
+    raise CheckFailure("inconclusive",
+                       f"{text}, interval {interval} straddles the {need:g}× threshold — the "
+                       "machine is too noisy to decide; run the check again")

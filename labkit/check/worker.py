@@ -1,0 +1,182 @@
+"""The trusted check worker: ``python -m labkit.check.worker <read fd> <write fd>``.
+
+Started by :mod:`labkit.check.runner`. Before any student code, it binds what it needs (the
+pipe, marshal, the clock in :mod:`labkit.check.speed`), points file descriptors 0–2 at
+/dev/null, imports numpy, numba, labkit and every lab's checks, and snapshots the identities
+of their functions. Per request it loads only the cell's definitions (see
+:mod:`labkit.check.loader`) into a fresh namespace, runs the check body on the student's
+function (wrapped in a :class:`~labkit.check.guard.Guard`) and answers over the pipe.
+After tampering it answers and exits, so the next check gets a clean process.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import marshal
+import os
+import sys
+import tempfile
+
+_read_fd = int(sys.argv[1]) if __name__ == "__main__" else -1
+_write_fd = int(sys.argv[2]) if __name__ == "__main__" else -1
+
+
+class _Sink(io.TextIOBase):
+    """sys.stdout/stderr of student code: counts and discards."""
+
+    def __init__(self):
+        self.n = 0
+
+    def write(self, s):
+        self.n += len(s)
+        return len(s)
+
+    def writable(self):
+        return True
+
+
+def _cell_file(source: str) -> str:
+    d = os.path.join(tempfile.gettempdir(), f"labkit-cells-{os.getuid()}")
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    path = os.path.join(d, "cell_" + hashlib.sha256(source.encode()).hexdigest()[:16] + ".py")
+    if not os.path.exists(path):
+        tmp = path + f".{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    return path
+
+
+def _load(req: dict, cache: dict):
+    """(function or None, message notes, error text or None)."""
+    import builtins
+    import importlib
+    import linecache
+
+    from labkit.check.loader import definitions
+    notes = []
+    if req.get("ref"):
+        mod, _, attr = req["ref"].partition(":")
+        obj = importlib.import_module(mod)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj, notes, None
+    source = req.get("source") or ""
+    key = hashlib.sha256(marshal.dumps((source, req.get("imports") or "",
+                                        sorted((req.get("constants") or {}).items()),
+                                        req.get("filename") or ""))).hexdigest()
+    hit = cache.get(key)
+    if hit is None:
+        try:
+            kept, dropped = definitions(source)
+        except SyntaxError as e:
+            return None, notes, f"the cell does not parse: {e.msg} (line {e.lineno})"
+        filename = req.get("filename") or ""
+        if not filename or not os.path.exists(filename):
+            filename = _cell_file(source)
+        else:
+            with open(filename, encoding="utf-8") as f:
+                if f.read() != source:
+                    filename = _cell_file(source)
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        ns = {"__name__": "__labkit_cell__", "__builtins__": builtins, "__file__": filename}
+        for line in (req.get("imports") or "").splitlines():
+            if line.strip():
+                try:
+                    exec(compile(line.strip(), "<imports>", "exec"), ns)
+                except Exception:  # noqa: BLE001 - an earlier cell's import that fails here
+                    pass
+        ns.update(req.get("constants") or {})
+        try:
+            exec(compile(kept, filename, "exec"), ns)
+        except Exception as e:  # noqa: BLE001 - the student's definitions may raise
+            text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            return None, notes, f"loading your cell raised {type(e).__name__}: {text}".rstrip(": ")
+        hit = cache[key] = (ns, dropped)
+    ns, dropped = hit
+    if dropped:
+        shown = "; ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
+        notes.append(f"not run by the check (only imports, functions and constants are "
+                     f"loaded): {shown}")
+    name = req.get("name_fn") or ""
+    if name not in ns:
+        return None, notes, (f"{name or 'your function'} is not defined by the cell's definitions "
+                             "(the check loads only its imports, functions and constants)")
+    return ns[name], notes, None
+
+
+def main() -> int:
+    global _read_fd, _write_fd
+    rfd, wfd = _read_fd, _write_fd
+    from labkit.check.runner import read_frame, write_frame
+    import labkit.check.runner as runner
+    runner._IN_WORKER = True
+    devnull = os.open(os.devnull, os.O_RDWR)
+    if os.environ.get("LABKIT_CHECK_DEBUG") != "1":
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+    sink = _Sink()
+    sys.stdout = sys.stderr = sink
+    try:
+        import numba  # noqa: F401 - warm the compiler
+        import numpy  # noqa: F401
+
+        from labkit.check import framework, guard, speed  # noqa: F401 - binds the clock
+        framework._load_all()
+        baseline = guard.Snapshot()
+    except Exception as e:  # noqa: BLE001
+        write_frame(wfd, {"ready": False, "error": f"{type(e).__name__}: {e}"})
+        return 1
+    write_frame(wfd, {"ready": True, "pid": os.getpid()})
+    cache: dict = {}
+    _environ = os.environ
+    while True:
+        req = read_frame(rfd)
+        if req is None:
+            return 0
+        op = req.get("op")
+        if op == "ping":
+            write_frame(wfd, {"pong": True, "pid": os.getpid()})
+            continue
+        for k in [k for k in _environ if k.startswith("LABKIT_")]:
+            if k not in req.get("env", {}):
+                del _environ[k]
+        _environ.update(req.get("env") or {})
+        name = req.get("name", "")
+        restart = False
+        try:
+            ex = framework.get(name)
+        except AttributeError as e:
+            write_frame(wfd, {"result": {"name": name, "passed": False, "points": 0.0,
+                                         "max_points": 0.0, "verdict": "error",
+                                         "message": str(e), "details": {}}})
+            continue
+        sink.n = 0
+        baseline.extend()
+        fn, notes, err = _load(req, cache)
+        ch = baseline.changes()
+        if ch:
+            res = framework.CheckResult(name, False, 0.0, ex.points, "error",
+                                        f"your cell changed {', '.join(ch[:3])} while loading — "
+                                        "the checker's own functions must not be replaced", {})
+            restart = True
+        elif err is not None:
+            verdict = "not implemented" if "not defined" in err else "error"
+            res = framework.CheckResult(name, False, 0.0, ex.points, verdict, err, {})
+        else:
+            res = framework.run_local(ex, fn)
+            if baseline.changes() or res.verdict == "error" and "must not be replaced" in res.message:
+                restart = True
+        extra = list(notes)
+        if sink.n > 10_000:
+            extra.append(f"your function printed {sink.n / 1e6:.1f} MB (discarded)")
+        if extra:
+            res.message = framework.short(res.message + "; " + "; ".join(extra))
+        d = res.to_dict()
+        write_frame(wfd, {"result": d, "restart": restart})
+        if restart:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
