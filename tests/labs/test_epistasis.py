@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from numba import njit
 
 from labkit import epistasis as ep
 from labkit.epistasis import checks as _checks  # noqa: F401 - registers check.popcount, …
@@ -296,7 +297,6 @@ def test_checks_pass_on_labkit_kernels_and_report_stubs(name, good, monkeypatch)
 
 
 def test_checks_fail_on_wrong_kernels(monkeypatch):
-    from numba import njit
     from labkit import check
     monkeypatch.setenv("LABKIT_SPEED", "report")
 
