@@ -38,8 +38,9 @@ def _resolve_modules(canon: Canonical, exercise_modules=()) -> None:
                              f"{ex.name!r} failed: {e}") from None
         except AttributeError as e:
             raise ValueError(f"{canon.name}: its check cell calls check.{ex.name}, but no module "
-                             f"registers that exercise ({e}); add the lab module to "
-                             "labkit.check.LAB_MODULES or pass --exercise-module MODULE") from None
+                             f"registers that exercise ({e}); list the lab in "
+                             "labkit.registry (its checks.py registers the exercises) or pass "
+                             "--exercise-module MODULE") from None
 
 
 def _check_cell_source(ex: ExerciseSpec, nonce: str, key: str, seed: int) -> str:

@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-tag", action="append", default=[],
                    help="skip canonical (non-exercise) cells with this tag; repeatable")
     p.add_argument("--exercise-module", action="append", default=[],
-                   help="extra module registering exercises (besides check.LAB_MODULES)")
+                   help="extra module registering exercises (besides the labs in "
+                        "labkit.registry)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
     try:
