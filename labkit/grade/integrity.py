@@ -22,13 +22,16 @@ def _files_of(path: Path) -> list[Path]:
 
 def _package_digest(modules=()) -> dict[str, str]:
     """sha256 per file that grading trusts (labkit's ``__init__``, ``labkit.check``,
-    ``labkit.grade`` and the modules registering the exercises): detects a submission editing
-    them on disk."""
-    check = _LABKIT / "check.py"
+    ``labkit.grade`` and the modules registering the exercises — for ``labkit.<lab>.checks``
+    every file of the lab's package): detects a submission editing them on disk."""
+    check = _LABKIT / "check"        # the package if there is one (Python imports it first)
     files = [_LABKIT / "__init__.py"]
-    files += _files_of(check if check.is_file() else _LABKIT / "check")
+    files += _files_of(check if (check / "__init__.py").is_file() else _LABKIT / "check.py")
     files += _files_of(_LABKIT / "grade")
     for mod in sorted(set(modules)):
+        parts = mod.split(".")
+        if parts[0] == "labkit" and len(parts) > 2:    # labkit.<lab>.checks: the whole lab package
+            mod = ".".join(parts[:2])
         try:
             spec = importlib.util.find_spec(mod)
         except (ImportError, ValueError):
