@@ -1,6 +1,7 @@
 """Tests for labkit.inspect: IR/asm access, vector reports, cross-CPU compiles, remarks, annotate."""
 import inspect as pyinspect
 import platform
+import re
 
 import numba
 import numpy as np
@@ -156,6 +157,82 @@ def test_compile_for_parallel_function():
     padd(X, X.copy())
     rep = li.vector_report(padd, cpu="haswell")
     assert rep.vectorized and rep.max_width_bits == 256
+
+
+# ------------------------------------------------------------------ other architectures
+def test_compile_for_aarch64_shows_neon():
+    text = li.compile_for(add, "apple-m1")
+    assert re.search(r"\bfadd\s+v\d+\.2d", text), text
+    rep = li.vector_report(add, cpu="apple-m1")
+    assert rep.vectorized and rep.arch == "aarch64" and rep.max_width_bits == 128 and not rep.scalable
+    assert rep.registers["v"] > 0 and rep.registers["ymm"] == 0 and "NEON" in rep.summary()
+    assert li.vector_report(add, cpu="aarch64").vectorized  # an architecture name: LLVM's generic CPU
+    assert li.show(add, cpu="apple-m1").hot_loop() is not None
+    with pytest.raises(ValueError, match="x86 tuning"):
+        li.compile_for(add, "apple-m1", prefer_vector_width=256)
+
+
+def test_compile_for_sve_shows_z_registers():
+    text = li.compile_for(add, "neoverse-v1", features="+sve")
+    assert re.search(r"\bz\d+\.d\b", text), text
+    rep = li.vector_report(add, cpu="neoverse-v1", features="+sve")
+    assert rep.vectorized and rep.scalable and rep.registers["z"] > 0
+    assert rep.max_width_bits == 128 and "SVE" in str(rep)
+
+
+def test_compile_for_riscv_vector():
+    rep = li.vector_report(add, cpu="riscv64", features="+v")
+    assert rep.vectorized and rep.arch == "riscv64" and rep.scalable
+    assert rep.instructions["vfadd.vv"] >= 1 and "RVV" in rep.summary()
+
+
+def test_known_cpus_by_architecture():
+    cpus = li.known_cpus()
+    assert {"x86-64", "aarch64", "riscv64"} <= set(cpus)
+    assert {"x86-64", "haswell", "znver4", "skylake-avx512"} <= set(cpus["x86-64"])
+    assert {"apple-m1", "apple-m4", "neoverse-n1", "neoverse-v1", "neoverse-v2", "a64fx"} <= set(
+        li.known_cpus("arm64"))
+    assert "sifive-x280" in li.known_cpus("riscv64")
+    with pytest.raises(ValueError, match="architecture"):
+        li.known_cpus("mips")
+    with pytest.raises(ValueError, match="unknown CPU 'apple-m9'.*apple-m"):
+        li.compile_for(add, "apple-m9")
+
+
+def test_neon_sve_and_rvv_text_is_classified():
+    neon = li.vector_report_from_asm("""f:
+        ldp     q0, q1, [x0]
+        fadd    v0.2d, v0.2d, v2.2d
+        fmla    v1.4s, v2.4s, v3.4s
+        cnt     v4.16b, v4.16b
+        uaddlv  h5, v4.16b
+        fadd    d0, d0, d1
+        ret
+    """)
+    assert neon.arch == "aarch64" and neon.vectorized and neon.max_width_bits == 128
+    assert neon.categories["fma"] == 1 and neon.categories["popcount"] == 1
+    assert neon.categories["add"] == 2 and neon.instructions["fadd"] == 1  # not the scalar d0 add
+    apple = li.vector_report_from_asm("ldr q0, [x8]\nfadd.2d v0, v0, v2\ncnt.16b v1, v1\n")
+    assert apple.vectorized and apple.categories["popcount"] == 1 and apple.counts == {128: 3}
+    sve = li.vector_report_from_asm("""f:
+        ptrue   p0.d
+        ld1d    { z0.d }, p0/z, [x0, x8, lsl #3]
+        fmla    z0.d, p0/m, z1.d, z2.d
+        ld1d    { z3.d }, p0/z, [x1, z4.d, lsl #3]
+        whilelo p0.d, x8, x9
+    """)
+    assert sve.scalable and sve.vectorized and sve.registers["z"] == 6
+    assert sve.categories["fma"] == 1 and sve.categories["gather"] == 1 and sve.categories["move"] == 1
+    rvv = li.vector_report_from_asm("""f:
+        vsetvli    a1, zero, e64, m1, ta, ma
+        vle64.v    v8, (a0)
+        vfmacc.vf  v8, fa0, v9
+        vluxei64.v v10, (a1), v11
+        vmv.x.s    a2, v8
+        fadd.d     fa5, fa5, fa4
+    """)
+    assert rvv.arch == "riscv64" and rvv.scalable and rvv.vectorized
+    assert rvv.categories == {"move": 1, "fma": 1, "gather": 1}
 
 
 # ------------------------------------------------------------------ show / diff

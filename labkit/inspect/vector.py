@@ -1,5 +1,7 @@
 """The vector classifier: which SIMD instructions a compiled function uses (x86 xmm/ymm/zmm,
-AArch64 NEON), how wide, of what kind, and the IR's vector types → :class:`VectorReport`."""
+AArch64 NEON v and SVE z registers, RISC-V V), how wide, of what kind, and the IR's vector types
+→ :class:`VectorReport`.  SVE and RVV vectors are scalable (their length is the hardware's, known
+only at run time): they count as their architectural minimum, 128 bits, with ``scalable=True``."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,13 +11,17 @@ import warnings
 from collections import Counter
 
 from .ir import _asm_functions, _ir_functions, _is_own, _own_symbols, _resolve
-from .retarget import _retarget
+from .retarget import _raw_modules, _retarget
 
 _REG = re.compile(r"%([xyz])mm\d+\b")
 _WIDTH = {"x": 128, "y": 256, "z": 512}
 _REGNAME = {128: "xmm", 256: "ymm", 512: "zmm"}
 _ARM_ARR = re.compile(r"\bv\d+\.(\d+)([bhsd])\b")
 _ARM_BITS = {"b": 8, "h": 16, "s": 32, "d": 64}
+_APPLE_ARR = re.compile(r"^([a-z0-9]+)\.(\d+)([bhsd])$")  # Apple syntax: fadd.2d v0, v1, v2
+_SVE_REG = re.compile(r"\bz(?:[12]?\d|3[01])(?:\.[bhsdq])?\b")
+_SVE_GATHER = re.compile(r"\[[^\]]*\bz\d+")  # a z register inside the address: gather/scatter
+_RV_VREG = re.compile(r"\bv(?:[12]?\d|3[01])(?:\.t)?\b")
 
 _CATEGORIES = [
     ("gather", r"gather|scatter"),
@@ -47,12 +53,27 @@ _PLURAL = {"add": "vector adds/subs", "mul": "vector multiplies", "fma": "FMAs",
            "move": "vector loads/stores/moves", "gather": "gathers/scatters", "mask": "mask moves",
            "other": "other vector ops"}
 _ARM_CATS = [("fma", r"^f?ml[as]"), ("popcount", r"^cnt"), ("add", r"^f?(add|sub)|^[su]?addl?v|^faddp"),
-             ("mul", r"^f?mul"), ("div", r"^f(div|sqrt)"), ("minmax", r"^f?(min|max)|^abs"),
+             ("mul", r"^f?mul|^[su]dot"), ("div", r"^f(div|sqrt)"), ("minmax", r"^f?(min|max)|^abs"),
              ("compare", r"^f?cm"), ("logic", r"^(and|orr|eor|bic|bsl|bit|bif|not)"),
              ("shift", r"^[su]?(shl|shr|sra|ushr|sshr|sli|sri)"), ("convert", r"^[su]?cvt|^[su]xtl|^xtn|^fcvt"),
              ("move", r"^(ld|st|ldr|str|ldp|stp|mov|dup|ins|umov)"), ("shuffle", r"^(zip|uzp|trn|ext|tbl|rev)"),
              ("other", r"")]
 _ARM_CATS = [(c, re.compile(p)) for c, p in _ARM_CATS]
+_SVE_CATS = [("fma", r"^f?n?m(ad|sb|la|ls)$"), ("add", r"^f?add[av]$|^[su]addv$"),
+             ("minmax", r"^f?[su]?(min|max)(nm)?v$"),
+             ("shuffle", r"^(sel|splice|compact|insr|lasta|lastb|clast[ab]|index)$"),
+             ("move", r"^(movprfx|ld1r\w*|ldff1\w*|ldnf1\w*|ld[1-4]\w*|st[1-4]\w*)$")]
+_SVE_CATS = [(c, re.compile(p)) for c, p in _SVE_CATS]
+_RV_CATS = [("gather", r"^[ls][uo]xei"), ("fma", r"^f?w?n?m(acc|add|sac|sub)$"), ("popcount", r"^cpop$"),
+            ("add", r"^f?w?(add|sub|rsub)u?$|^s(add|sub)u?$|^f?w?red(o|u)?sumu?$"),
+            ("mul", r"^f?w?mul"), ("div", r"^f?(div|rem)u?$|^fsqrt|^frec7|^frsqrt7"),
+            ("minmax", r"^f?(red)?(min|max)u?$"),
+            ("compare", r"^mf?(seq|sne|sltu?|sleu?|sgtu?|sgeu?|eq|ne|lt|le|gt|ge)$"),
+            ("logic", r"^(and|or|xor|not)$|^m(and|or|xor|nand|nor|andn|orn|xnor|not)$|^fsgnj"),
+            ("shift", r"^(sll|srl|sra|nsrl|nsra|ssrl|ssra)$"), ("convert", r"^f?w?n?cvt|^[sz]ext"),
+            ("shuffle", r"^(f?slide|rgather|compress|f?merge)"),
+            ("move", r"^[ls]\w*\d|^[ls]m$|^f?mv$|^mv|^id$"), ("other", r"")]
+_RV_CATS = [(c, re.compile(p)) for c, p in _RV_CATS]
 
 
 def _classify_x86(mnem: str, ops: str):
@@ -79,7 +100,16 @@ def _classify_x86(mnem: str, ops: str):
 
 
 def _classify_arm(mnem: str, ops: str):
+    """(category, width_bits) for an AArch64 NEON or SVE instruction, None for anything else."""
+    if _SVE_REG.search(ops):
+        if _SVE_GATHER.search(ops):
+            return "gather", 128
+        cat = next((c for c, rx in _SVE_CATS if rx.search(mnem)), None)
+        return cat or next(c for c, rx in _ARM_CATS if rx.search(mnem)), 128
     arr = _ARM_ARR.findall(ops)
+    m = _APPLE_ARR.match(mnem)
+    if m:  # Apple syntax puts the arrangement on the mnemonic: cnt.16b v0, v0
+        mnem, arr = m.group(1), [(m.group(2), m.group(3))]
     lanes = [(int(n), _ARM_BITS[t]) for n, t in arr]
     if not lanes or max(n for n, _ in lanes) < 2:
         if re.search(r"\bq\d+\b", ops) and mnem.startswith(("ldr", "str", "ldp", "stp")):
@@ -88,6 +118,41 @@ def _classify_arm(mnem: str, ops: str):
     width = max(n * b for n, b in lanes)
     cat = next(c for c, rx in _ARM_CATS if rx.search(mnem))
     return cat, width
+
+
+def _classify_riscv(mnem: str, ops: str):
+    """(category, 128) for a RISC-V vector (V extension) instruction, None for anything else."""
+    if not mnem.startswith("v") or mnem.startswith("vset") or not _RV_VREG.search(ops):
+        return None
+    base, _, form = mnem[1:].partition(".")
+    if base in ("mv", "fmv") and form in ("x.s", "f.s", "s.x", "s.f"):
+        return None  # one element between a scalar and a vector register
+    if base == "cpop" and form == "m":
+        return None  # counts mask bits into a scalar register
+    return next(c for c, rx in _RV_CATS if rx.search(base)), 128
+
+
+_X86_ARCH = re.compile(r"%(?:r[a-z0-9]+|e[a-z]{2}|[xyz]mm\d+|k[0-7])\b")  # not RISC-V's %pcrel_hi()
+_RV_ARCH = re.compile(r"^\s*vset(i)?vli?\b|\d\((?:a[0-7]|t[0-6]|s\d+|sp|ra|gp|tp)\)", re.M)
+
+
+def _asm_arch(body: str) -> str:
+    """'x86-64', 'aarch64' or 'riscv64' from the look of the assembly text."""
+    if _X86_ARCH.search(body):
+        return "x86-64"
+    if _RV_ARCH.search(body):
+        return "riscv64"
+    if re.search(r"\b[xw](?:[12]?\d|30)\b|\[\s*(?:x\d|sp)", body):
+        return "aarch64"
+    return "x86-64"
+
+
+def _classify(mnem: str, ops: str, arch: str):
+    if arch == "aarch64":
+        return _classify_arm(mnem, ops)
+    if arch == "riscv64":
+        return _classify_riscv(mnem, ops)
+    return _classify_x86(mnem, ops)
 
 
 @dataclasses.dataclass
@@ -105,11 +170,19 @@ class VectorReport:
     n_instructions: int
     target: str = "this machine"
     name: str = ""
+    arch: str = "x86-64"
+    scalable: bool = False
 
     @property
     def widest_register(self) -> str:
         """Name of the widest vector register used by compute instructions ('' if none)."""
-        return _REGNAME.get(self.max_width_bits, f"{self.max_width_bits}-bit" if self.max_width_bits else "")
+        if not self.max_width_bits:
+            return ""
+        if self.arch == "aarch64":
+            return "z" if self.scalable else "v"  # SVE / NEON
+        if self.arch == "riscv64":
+            return "v"
+        return _REGNAME.get(self.max_width_bits, f"{self.max_width_bits}-bit")
 
     def summary(self) -> str:
         """One-line verdict: vectorised?, widest width, the main kinds of vector instructions."""
@@ -117,6 +190,12 @@ class VectorReport:
             head = "vectorised: no"
             if self.counts:
                 head += " (only vector loads/stores/shuffles, no vector arithmetic)"
+        elif self.scalable and self.arch == "aarch64":
+            head = "vectorised: yes, scalable SVE vectors (z registers, 128 to 2048 bits: the hardware's length)"
+        elif self.scalable:
+            head = "vectorised: yes, scalable RVV vectors (v registers, VLEN bits: the hardware's length)"
+        elif self.arch == "aarch64":
+            head = f"vectorised: yes, widest {self.max_width_bits}-bit (NEON v registers)"
         else:
             head = f"vectorised: yes, widest {self.max_width_bits}-bit"
             if self.widest_register:
@@ -184,7 +263,7 @@ def _ir_analysis(ir_text: str):
 
 def _iter_instructions(text: str):
     for line in text.splitlines():
-        s = line.split("#")[0].split("//")[0].strip()
+        s = line.split("#")[0].split("//")[0].split(";")[0].strip()
         if not s or s.startswith(".") or s.endswith(":") or s.startswith(";"):
             continue
         parts = s.split(None, 1)
@@ -196,7 +275,8 @@ def _iter_instructions(text: str):
 
 def vector_report_from_asm(text: str, ir: str = "", *, symbol: str | None = None,
                            target: str = "this machine") -> VectorReport:
-    """Analyse assembly text (x86 AT&T or AArch64); with several functions keep ``symbol``'s body."""
+    """Analyse assembly text (x86 AT&T, AArch64 NEON/SVE in GNU or Apple syntax, RISC-V V); with
+    several functions keep ``symbol``'s body."""
     funcs = _asm_functions(text)
     if funcs:
         if symbol is not None:
@@ -207,30 +287,40 @@ def vector_report_from_asm(text: str, ir: str = "", *, symbol: str | None = None
     else:
         body = text
     counts, instr, cats = Counter(), Counter(), Counter()
-    regs = {"xmm": 0, "ymm": 0, "zmm": 0}
+    regs = {"xmm": 0, "ymm": 0, "zmm": 0, "v": 0, "z": 0}
     n = 0
     best = 0
-    arm = bool(_ARM_ARR.search(body)) and not _REG.search(body)
+    scalable = False
+    arch = _asm_arch(body)
+    x86 = arch == "x86-64"
     for mnem, ops in _iter_instructions(body):
         n += 1
-        for r in _REG.findall(ops):
-            regs[r + "mm"] += 1
-        got = _classify_arm(mnem, ops) if arm else _classify_x86(mnem, ops)
+        if x86:
+            for r in _REG.findall(ops):
+                regs[r + "mm"] += 1
+        elif arch == "aarch64":
+            regs["z"] += len(_SVE_REG.findall(ops))
+            regs["v"] += len(re.findall(r"\bv(?:[12]?\d|3[01])\b", ops))
+        else:
+            regs["v"] += len(_RV_VREG.findall(ops))
+        got = _classify(mnem, ops, arch)
         if got is None:
             continue
         cat, width = got
         counts[width] += 1
         instr[mnem] += 1
         cats[cat] += 1
-        if cat in _COMPUTE and not (width == 128 and cat in _XMM_AMBIGUOUS and not arm):
+        if cat in _COMPUTE and not (width == 128 and cat in _XMM_AMBIGUOUS and x86):
             best = max(best, width)
+            scalable = scalable or arch == "riscv64" or (arch == "aarch64" and bool(_SVE_REG.search(ops)))
     if ir and symbol is not None:
         irf = _ir_functions(ir)
         ir = "\n".join("\n".join(v) for k, v in irf.items() if _is_own(k, symbol)) or ir
     types, ops = _ir_analysis(ir) if ir else (Counter(), Counter())
     return VectorReport(vectorized=best > 0, max_width_bits=best, counts=dict(counts),
                         instructions=instr, categories=cats, registers=regs,
-                        ir_vector_types=types, ir_vector_ops=ops, n_instructions=n, target=target)
+                        ir_vector_types=types, ir_vector_ops=ops, n_instructions=n, target=target,
+                        arch=arch, scalable=scalable)
 
 
 def vector_report(fn, signature=None, *, cpu: str | None = None, features=None,
@@ -240,6 +330,7 @@ def vector_report(fn, signature=None, *, cpu: str | None = None, features=None,
     main = _own_symbols(disp, args)
     if cpu is not None:
         ir_text, asm_text = _retarget(fn, args, cpu, features, prefer_vector_width)
+        main = _raw_modules(fn, args)[1]  # the retargeted code is a fresh compile's: its symbol
         rep = vector_report_from_asm(asm_text, ir_text, symbol=main, target=cpu)
     else:
         with warnings.catch_warnings():

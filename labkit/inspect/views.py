@@ -9,7 +9,7 @@ import re
 
 from .ir import _require_dispatcher, asm, llvm_ir
 from .retarget import compile_for
-from .vector import _IR_VTYPE, _classify_x86, _iter_instructions
+from .vector import _IR_VTYPE, _asm_arch, _classify, _iter_instructions
 
 _LOOP_COLOURS = ["#fff4c2", "#e3f2fd", "#fde7e7", "#e8f5e9", "#f3e5f5"]
 
@@ -26,7 +26,8 @@ def _find_loops(lines: list[str], kind: str) -> list[tuple[int, int]]:
                 labels[m.group(1)] = i
                 continue
             m = re.match(r"^j\w*\s+([.\w$]+)\s*$", s) or re.match(r"^b(?:\.\w+)?\s+([.\w$]+)\s*$", s) \
-                or re.match(r"^(?:cbn?z|tbn?z)\s+.*,\s*([.\w$]+)\s*$", s)
+                or re.match(r"^(?:cbn?z|tbn?z)\s+.*,\s*([.\w$]+)\s*$", s) \
+                or re.match(r"^b(?:eq|ne|lt|ge|ltu|geu|gt|le|gtu|leu)z?\s+.*,\s*([.\w$]+)\s*$", s)
             if m and m.group(1) in labels:
                 loops.append((labels[m.group(1)], i))
         else:
@@ -83,7 +84,8 @@ class Listing:
             a, b = loop
             seg = "\n".join(lines[a:b + 1])
             if self.kind == "asm":
-                vec = sum(1 for m, o in _iter_instructions(seg) if _classify_x86(m, o))
+                arch = _asm_arch(seg)
+                vec = sum(1 for m, o in _iter_instructions(seg) if _classify(m, o, arch))
             else:
                 vec = len(_IR_VTYPE.findall(seg))
             return (vec, b - a)
