@@ -235,6 +235,33 @@ def test_neon_sve_and_rvv_text_is_classified():
     assert rvv.categories == {"move": 1, "fma": 1, "gather": 1}
 
 
+MACHO = """\t.section\t__TEXT,__text,regular,pure_instructions
+\t.globl\t__ZN8__main__1fE
+\t.p2align\t2
+__ZN8__main__1fE:
+LBB0_1:
+\tldr\tq0, [x8], #16
+\tfadd.2d\tv0, v0, v1
+\tsubs\tx9, x9, #2
+\tb.ne\tLBB0_1
+\tret
+\t.globl\t__ZN7cpython8__main__1fE
+\t.p2align\t2
+__ZN7cpython8__main__1fE:
+\tmovi.2d\tv0, #0
+\tmul.4s\tv1, v2, v3
+\tret
+"""
+
+
+def test_macos_assembly_is_split_by_function():
+    # numba's own assembly on an Apple-silicon Mac: Mach-O (no .type, a leading '_'), Apple syntax
+    rep = li.vector_report_from_asm(MACHO, symbol="_ZN8__main__1fE")
+    assert rep.arch == "aarch64" and rep.vectorized and rep.max_width_bits == 128
+    assert dict(rep.categories) == {"move": 1, "add": 1}  # not the wrapper's mul.4s
+    assert li.show(MACHO).hot_loop() is not None
+
+
 # ------------------------------------------------------------------ show / diff
 def test_show_finds_the_hot_loop():
     listing = li.show(add)

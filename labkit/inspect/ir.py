@@ -162,9 +162,16 @@ def _is_own(name: str, main: str) -> bool:
 _ASM_TYPE = re.compile(r"^\s*\.type\s+(\"[^\"]+\"|\S+?),\s*[@%]function", re.M)
 
 
+_ASM_GLOBL = re.compile(r"^\s*\.(?:globl|private_extern)\s+(\"[^\"]+\"|\S+)", re.M)
+
+
 def _asm_functions(text: str) -> dict[str, list[str]]:
-    """Split assembly into {function symbol: body lines} using ``.type x,@function`` labels."""
+    """Split assembly into {function symbol: body lines} using ``.type x,@function`` labels (ELF),
+    or, in Mach-O assembly (macOS: no ``.type``), the ``.globl`` labels without their leading ``_``."""
     names = set(m.group(1).strip('"') for m in _ASM_TYPE.finditer(text))
+    macho = not names
+    if macho:
+        names = set(m.group(1).strip('"') for m in _ASM_GLOBL.finditer(text))
     out: dict[str, list[str]] = {}
     cur = None
     for line in text.splitlines():
@@ -172,7 +179,7 @@ def _asm_functions(text: str) -> dict[str, list[str]]:
         if s.endswith(":") and not line.startswith((" ", "\t")):
             lab = s[:-1].strip('"')
             if lab in names:
-                cur = lab
+                cur = lab[1:] if macho and lab.startswith("_") else lab
                 out[cur] = []
                 continue
             if lab.startswith(".Lfunc_end"):
