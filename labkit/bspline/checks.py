@@ -5,7 +5,7 @@ import numba
 import numpy as np
 
 from labkit.check import CheckFailure, exercise, mismatch, rng, speed_enforced
-from labkit.check import speed_gate, vectorized_gate
+from labkit.check import require_njit, speed_gate, vectorized_gate
 
 from . import (STREAMS, Workload, aos_to_soa, make_inputs, new_output, prefactors, tile_sweep,
                time_interleaved, vgh_aos, vgh_soa)
@@ -17,7 +17,8 @@ TILE_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
 _TILE_CHECK_SIZE = {"grid": (8, 8, 8), "n": 1024, "positions": 64}
 
 
-@exercise("aos_to_soa", points=1)
+@exercise("aos_to_soa", points=1, answers=("labkit.bspline.layouts:aos_to_soa",
+                                           "labkit.bspline:aos_to_soa"))
 def check_aos_to_soa(student):
     """``student(v, g, h)`` → SoA streams ``(10, N)`` in STREAMS order, from one position's AoS output."""
     r = rng()
@@ -42,7 +43,10 @@ def _soa_case(r, grid, N, dtype=np.float64):
     return coefs, idx[0], pref[0]
 
 
-@exercise("soa_inner_loop", points=2)
+@exercise("soa_inner_loop", points=2, answers=("labkit.bspline.kernels:vgh_soa",
+                                               "labkit.bspline.kernels:vgh_soa_blocked",
+                                               "labkit.bspline.kernels:vgh_aosoa",
+                                               "labkit.bspline:evaluate_vgh"))
 def check_soa_inner_loop(student):
     """``student(coefs, idx, pref, out)`` fills the SoA streams ``out (10, ≥N)`` like ``vgh_soa``."""
     r = rng()
@@ -57,9 +61,9 @@ def check_soa_inner_loop(student):
         msg = mismatch(out[:, :N], exp[:, :N], name="out", rtol=1e-9, atol=1e-12 * scale)
         if msg is not None:
             raise AssertionError(f"{msg} — rows are {', '.join(STREAMS)}")
-    if hasattr(student, "signatures"):
-        sig = tuple(numba.typeof(a) for a in (coefs, idx, pref, out))
-        vectorized_gate(student, sig, min_bits=256)
+    require_njit(student)
+    sig = tuple(numba.typeof(a) for a in (coefs, idx, pref, out))
+    vectorized_gate(student, sig)
     x = make_inputs({"grid": (8, 8, 8), "n": 512, "positions": 1}, seed=1)
     idx, pref = prefactors(x.positions, x.grid)
     aos = new_output(x.n, "aos")
@@ -68,7 +72,7 @@ def check_soa_inner_loop(student):
     return "matches vgh_soa on 3 random grids"
 
 
-@exercise("tile_size", points=1)
+@exercise("tile_size", points=1, answers=())   # a choice, judged by measurement
 def check_tile_size(student):
     """``student(inputs)`` → a tile size Nb whose AoSoA throughput on ``inputs`` is within
     TILE_TOLERANCE of the best tile measured now (8³ grid, N = 1024, one thread, CPU time)."""

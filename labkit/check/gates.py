@@ -38,8 +38,9 @@ def native_bits() -> int:
     """The widest vectors numba's LLVM emits for plain loops on this host (bits).
 
     ``LABKIT_NATIVE_BITS`` overrides it (tests simulate a 128-bit NEON host); otherwise
-    ``labkit.hardware.native_vector_bits()``; without that: 256 on AVX2/AVX-512 x86 (LLVM
-    prefers 256-bit vectors there), 128 elsewhere."""
+    ``labkit.hardware.native_vector_bits(preferred=True)`` (the loop vectoriser's width: 256 on
+    Intel AVX-512 servers, whose registers are 512); without that: 256 on AVX/AVX2/AVX-512 x86,
+    128 elsewhere."""
     env = os.environ.get("LABKIT_NATIVE_BITS", "").strip()
     if env:
         try:
@@ -50,7 +51,10 @@ def native_bits() -> int:
         from labkit import hardware
         fn = getattr(hardware, "native_vector_bits", None)
         if fn is not None:
-            return int(fn())
+            try:
+                return int(fn(preferred=True))
+            except TypeError:
+                return int(fn())
     except Exception:  # noqa: BLE001 - fall back to the ISA guess below
         pass
     try:
@@ -297,7 +301,7 @@ def record_order(fn: Callable, args, target: str, *, arg: int, nargs: int) -> li
     f = unwrap(fn)
     mod, _, attr = target.partition(":")
     real = getattr(importlib.import_module(mod), attr)
-    traced = _traced_njit(real, arg, nargs) if is_dispatcher(real) else None
+    traced = _traced_njit(real, arg, nargs) if is_dispatcher(f) else None
     if traced is None:
         def traced(*a, _real=real):  # noqa: E306 - a plain-Python helper
             _record_id(a[arg])

@@ -16,6 +16,7 @@ import marshal
 import os
 import sys
 import tempfile
+import types
 
 _read_fd = int(sys.argv[1]) if __name__ == "__main__" else -1
 _write_fd = int(sys.argv[2]) if __name__ == "__main__" else -1
@@ -79,7 +80,13 @@ def _load(req: dict, cache: dict):
                 if f.read() != source:
                     filename = _cell_file(source)
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        ns = {"__name__": "__labkit_cell__", "__builtins__": builtins, "__file__": filename}
+        modname = "labkit_cell_" + os.path.basename(filename).rsplit(".", 1)[0].replace("-", "_")
+        modname = "".join(c if c.isalnum() or c == "_" else "_" for c in modname)
+        module = types.ModuleType(modname)
+        module.__file__ = filename
+        sys.modules[modname] = module        # numba's cache and pickling look modules up by name
+        ns = vars(module)
+        ns["__builtins__"] = builtins
         for line in (req.get("imports") or "").splitlines():
             if line.strip():
                 try:

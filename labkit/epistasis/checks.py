@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from labkit.check import exercise, mismatch, rng, speed_gate
+from labkit.check import exercise, mismatch, no_branch_gate, require_njit, rng, speed_gate
 from labkit.epistasis import (_bench_popcount_inputs, _entropy, _numpy_popcount,
                               combine_then_popcount, mi_branchy, popcount_table)
 
 
-@exercise("popcount", points=1)
+@exercise("popcount", points=1, answers=("labkit.epistasis.kernels:popcount_hw",
+                                         "labkit.epistasis.kernels:popcount_hw_scalar",
+                                         "labkit.epistasis.kernels:_popcount_mula_avx2"))
 def check_popcount(student):
     """``student(words)`` → total set bits of a 1-D uint64 array, like ``np.bitwise_count(words).sum()``."""
     r = rng()
@@ -33,9 +35,14 @@ def _random_tables(r, B: int, cells: int, zero_frac: float = 0.4):
     return t
 
 
-@exercise("masked_mi", points=2)
+@exercise("masked_mi", points=2, answers=("labkit.epistasis.kernels:mi_masked",
+                                          "labkit.epistasis.kernels:mi_table",
+                                          "labkit.epistasis.kernels:mi_branchy",
+                                          "labkit.epistasis.kernels:mi_batch_masked",
+                                          "labkit.epistasis.kernels:mi_batch_table"))
 def check_masked_mi(student):
-    """``student(counts)`` → MI in nats of a table ``counts[2, cells]``; empty cells count 0, no NaN."""
+    """``student(counts)`` → MI in nats of a table ``counts[2, cells]``; empty cells count 0, no
+    NaN; compiled by numba with no branch in the loop over cells (a mask, not an ``if``)."""
     r = rng()
     tables = [np.array([[3, 0, 0], [0, 0, 5]]), np.array([[4, 4, 4], [4, 4, 4]]),
               np.array([[0, 7, 0, 0, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 0, 0, 0, 0]])]
@@ -51,6 +58,9 @@ def check_masked_mi(student):
             raise AssertionError(f"MI of a {t.shape[1]}-cell table = {float(got):.10g}, "
                                  f"expected {exp:.10g} nats (natural log?)")
     batch = _random_tables(r, 1, 27)[0]
+    require_njit(student, "technique missing")
+    no_branch_gate(student, (batch,), where=r"llvm\.log|@log",
+                   hint="the exercise replaces `if p > 0` by the mask log(p + (p == 0))")
     speed_gate(student, mi_branchy, (batch,), need=0.6, vs="the branchy MI")
     return f"matches the reference on {len(tables)} tables with empty cells"
 
@@ -62,7 +72,10 @@ def _table_mi(t: np.ndarray) -> float:
     return float(_entropy(p.sum(axis=0)) + _entropy(p.sum(axis=1)) - _entropy(p))
 
 
-@exercise("fused_count", points=2)
+@exercise("fused_count", points=2, answers=("labkit.epistasis.kernels:combine_popcount",
+                                            "labkit.epistasis.kernels:combine_popcount_scalar",
+                                            "labkit.epistasis.kernels:contingency_fused",
+                                            "labkit.epistasis.kernels:and_popcount"))
 def check_fused_count(student):
     """``student(prefix, snp)`` → counts[r*3+g] = Σ_w popcount(prefix[r, w] & snp[g, w]), without storing the AND."""
     r = rng()

@@ -5,7 +5,8 @@ import numbers
 
 import numpy as np
 
-from labkit.check import exercise, mismatch, rng, speed_gate
+from labkit.check import CheckFailure, exercise, mismatch, not_blas_gate, note, record_order, rng
+from labkit.check import speed_gate
 
 from .mapping import FLOAT_FIRST_BAD_N, job_coords as _exact_coords, job_id as _job_id
 
@@ -31,7 +32,10 @@ def _hard_ids(n, g, k):
     return np.unique(np.concatenate([first, last, rand]))
 
 
-@exercise("job_coords", points=2)
+@exercise("job_coords", points=2, answers=("labkit.pcc.mapping:job_coords",
+                                           "labkit.pcc.mapping:_job_coords_nb",
+                                           "labkit.pcc.mapping:_job_coords_vec",
+                                           "labkit.pcc.mapping:tile_coords"))
 def check_job_coords(student):
     """job_coords(n, J) → (y, x): every id of small n, then large n up to 2**31 - 1."""
     g = rng()
@@ -69,9 +73,39 @@ def _reference_R(Z):
     return np.clip(R, -1.0, 1.0)
 
 
-@exercise("tile_loop", points=3)
+#: labkit's kernels that compute a whole R (or a tile loop) — not to be handed in.
+_TILE_ANSWERS = ("labkit.pcc.kernels:pcc_tiled", "labkit.pcc.kernels:pcc_transformed",
+                 "labkit.pcc.kernels:pcc_tiles_static", "labkit.pcc.kernels:pcc_tiles_cyclic",
+                 "labkit.pcc.kernels:pcc_tiles_dynamic", "labkit.pcc.kernels:pcc_tiles_rows",
+                 "labkit.pcc.kernels:tile_block", "labkit.pcc.kernels:_do_tile",
+                 "labkit.pcc:pearson_allpairs", "labkit.pcc:pcc_threads", "labkit.pcc:blas_pcc")
+
+
+def _tile_order(student, Z, tile) -> None:
+    """The lesson is the tile loop in id order: tiles 0, 1, 2, … through ``pcc.tile_coords``
+    (recorded by an instrumented copy); a function that never calls it must at least not hand
+    the work to a matrix multiply."""
+    n = Z.shape[0]
+    m = (n + tile - 1) // tile
+    T = m * (m + 1) // 2
+    order = record_order(student, (Z, tile), "labkit.pcc.mapping:tile_coords", arg=2, nargs=3)
+    if order:
+        if order != list(range(T)):
+            shown = ", ".join(map(str, order[:6])) + (" …" if len(order) > 6 else "")
+            raise CheckFailure("technique missing",
+                               f"tiles visited in the order {shown} ({len(order)} calls of "
+                               f"tile_coords for {T} tiles) — loop Jt over 0 … T-1, each tile once")
+        note(f"{T} tiles visited in id order")
+        return
+    not_blas_gate(student, (Z, tile), hint="loop over tile ids and compute each tile's dot "
+                                           "products yourself")
+    note("tile order not traced (tile_coords not called)")
+
+
+@exercise("tile_loop", points=3, answers=_TILE_ANSWERS)
 def check_tile_loop(student):
-    """pcc_tiled(Z, tile) → full n×n R from standardised rows Z, tile by tile id."""
+    """pcc_tiled(Z, tile) → full n×n R from standardised rows Z, tile by tile id (the order
+    traced through tile_coords; no BLAS matrix multiply)."""
     from . import pcc_naive, standardize
     g = rng()
     cases = [(1, 5, 4), (7, 3, 4), (50, 20, 16), (61, 33, 8), (97, 64, 32), (130, 40, 96)]
@@ -89,6 +123,8 @@ def check_tile_loop(student):
                                                      atol=1e-12):
                 msg = "upper triangle right, lower wrong — also write R[x, y] = R[y, x]"
             raise AssertionError(f"n={n}, l={l}, tile={tile}: {msg}")
+    X = g.normal(size=(61, 20))
+    _tile_order(student, standardize(X)[0], 8)
     X = g.random((300, 500))
     Z, _ = standardize(X)
     speed_gate(student, pcc_naive, (X,), student_args=(Z, 32), need=1.3,
@@ -96,7 +132,7 @@ def check_tile_loop(student):
     return f"{len(cases)} shapes exact, n not a multiple of the tile included"
 
 
-@exercise("pick_tile", points=1)
+@exercise("pick_tile", points=1, answers=())    # a choice, judged by measurement
 def check_pick_tile(student):
     """choose_tile(n, l) → a tile side that runs pearson_allpairs at least as well as tile 96."""
     from . import DEFAULT_TILE, pearson_allpairs
