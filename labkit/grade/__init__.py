@@ -17,10 +17,11 @@ the batch always goes on. See ``docs/grading.md`` for what this does and does no
 against.
 
 The package knows no lab (the lab-module flag is built from :mod:`labkit.registry`). Its parts:
-``notebooks`` (canonical notebooks, submissions, matching), ``build`` (the notebook that runs,
-flags), ``checkcell`` (the one place grading calls ``labkit.check``: the check cell's code and
-reading its signed result), ``kernel`` (the kernel session), ``integrity`` (tamper hashes),
-``run`` (one notebook, the batch), ``report`` (CSV, JSON, summary), ``cli`` (``labkit grade``).
+``settings`` (limits, :class:`GradeSettings`), ``notebooks`` (canonical notebooks, submissions,
+matching), ``build`` (the notebook that runs, flags), ``checkcell`` (the one place grading calls
+``labkit.check``: the check cell's code and reading its signed result), ``kernel`` (the kernel
+session), ``integrity`` (tamper hashes), ``run`` (one notebook, the batch), ``report`` (CSV,
+JSON, summary), ``cli`` (``labkit grade``).
 """
 from __future__ import annotations
 
