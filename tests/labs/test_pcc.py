@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -354,13 +355,65 @@ def _stub(*args):
     raise NotImplementedError("map J back to (y, x)")
 
 
+# Students' answers are defined with def at module level: the checks load a student's function
+# from its source and refuse labkit's own kernels.
+def _exact_coords(n, J):
+    R = n * (n + 1) // 2 - 1 - J
+    r = (math.isqrt(8 * R + 1) - 1) // 2
+    y = n - 1 - r
+    return y, J + y - y * (2 * n - y + 1) // 2
+
+
+def _first_row_coords(n, J):
+    return 0, J
+
+
+@numba.njit
+def _tile_loop(Z, tile):
+    n, l = Z.shape
+    R = np.empty((n, n))
+    m = (n + tile - 1) // tile
+    for Jt in range(m * (m + 1) // 2):
+        yt, xt = pcc.tile_coords(n, tile, Jt)
+        for y in range(yt * tile, min(n, (yt + 1) * tile)):
+            for x in range(max(y, xt * tile), min(n, (xt + 1) * tile)):
+                s = 0.0
+                for k in range(l):
+                    s += Z[y, k] * Z[x, k]
+                R[y, x] = s
+                R[x, y] = s
+    return R
+
+
+@numba.njit
+def _upper_only(Z, tile):
+    n = Z.shape[0]
+    R = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i, n):
+            R[i, j] = np.dot(Z[i], Z[j])
+    return R
+
+
+def _tile_96(n, l):
+    return 96
+
+
+def _tile_0(n, l):
+    return 0
+
+
+def _tile_float(n, l):
+    return 3.5
+
+
 def test_check_job_coords(report_speed):
     from labkit import check
-    r = check.job_coords(pcc.job_coords)
+    r = check.job_coords(_exact_coords)
     assert r.passed, str(r)
     bad = check.job_coords(_seed_float_coords)      # right for small n, wrong at n ≥ 47 453 133
     assert not bad.passed and bad.verdict == "wrong" and "47453133" in bad.message.replace("_", "")
-    off = check.job_coords(lambda n, J: (0, J))
+    off = check.job_coords(_first_row_coords)
     assert off.verdict == "wrong"
     stub = check.job_coords(_stub)
     assert stub.verdict == "not implemented" and "map J back" in stub.message
@@ -368,28 +421,18 @@ def test_check_job_coords(report_speed):
 
 def test_check_tile_loop(report_speed):
     from labkit import check
-    r = check.tile_loop(pcc.pcc_tiled)
+    r = check.tile_loop(_tile_loop)
     assert r.passed, str(r)
-
-    @numba.njit
-    def upper_only(Z, tile):
-        n = Z.shape[0]
-        R = np.zeros((n, n))
-        for i in range(n):
-            for j in range(i, n):
-                R[i, j] = np.dot(Z[i], Z[j])
-        return R
-
-    bad = check.tile_loop(upper_only)
+    bad = check.tile_loop(_upper_only)
     assert bad.verdict == "wrong" and "lower" in bad.message
     assert check.tile_loop(_stub).verdict == "not implemented"
 
 
 def test_check_pick_tile(report_speed):
     from labkit import check
-    assert check.pick_tile(lambda n, l: 96).passed
-    assert check.pick_tile(lambda n, l: 0).verdict == "wrong"
-    assert check.pick_tile(lambda n, l: 3.5).verdict == "wrong"
+    assert check.pick_tile(_tile_96).passed
+    assert check.pick_tile(_tile_0).verdict == "wrong"
+    assert check.pick_tile(_tile_float).verdict == "wrong"
     assert check.pick_tile(_stub).verdict == "not implemented"
     for name in ("job_coords", "tile_loop", "pick_tile"):     # registered by labkit.pcc.checks
         assert check.get(name).module == "labkit.pcc.checks"
