@@ -5,8 +5,10 @@ The package, by concern (each module's docstring says how it gets its text):
 
 * :mod:`.ir` — which compiled overload to read (a fresh copy when numba's disk cache hides the
   code); ``llvm_ir`` / ``asm``.
-* :mod:`.vector` — the SIMD instruction classifier; ``vector_report`` / ``vector_report_from_asm``.
-* :mod:`.retarget` — ``compile_for`` another CPU from numba's unoptimised IR; ``known_cpus``.
+* :mod:`.vector` — the SIMD instruction classifier (xmm/ymm/zmm, NEON v, SVE z, RVV v);
+  ``vector_report`` / ``vector_report_from_asm``.
+* :mod:`.retarget` — ``compile_for`` another CPU (x86-64, AArch64 NEON/SVE, RISC-V V) from
+  numba's unoptimised IR; ``known_cpus`` by architecture.
 * :mod:`.views` — ``show`` (highlighted listing, hot loop found) and ``diff``.
 * :mod:`.remarks` — the loop vectoriser's remarks explained; ``remarks``, ``explain``.
 * :mod:`.annotate` — source lines with their loop verdicts and assembly; ``annotate``.
