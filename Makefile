@@ -6,9 +6,10 @@ STAMP   := $(VENV)/.installed
 PORT    ?= 8888
 LAB_ARGS ?=
 DIR     ?= submissions
+NB      ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
-.PHONY: lab test install notebooks bench grade doctor clean
+.PHONY: lab test install solutions notebooks book bench grade doctor clean
 
 install: $(STAMP)
 
@@ -25,8 +26,18 @@ test: install
 	$(BIN)/python tools/ensure_browser.py || true
 	$(BIN)/python -m pytest
 
+# solutions/NN_name.md (the only sources) -> executed, stamped solutions/NN_name.ipynb
+# (all of them, one after the other; NB="01_alignment" for just one)
+solutions: install
+	$(BIN)/labkit solutions $(NB)
+
+# student copies notebooks/NN_name.ipynb from the same sources
 notebooks: install
 	$(BIN)/labkit release
+
+# static course website of the executed solutions (offline) -> build/book/index.html
+book: install
+	$(BIN)/python tools/build_book.py
 
 bench: install
 	$(BIN)/labkit bench all

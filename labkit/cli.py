@@ -1,4 +1,4 @@
-"""The ``labkit`` console script: doctor | bench | release | grade."""
+"""The ``labkit`` console script: doctor | bench | solutions | release | grade."""
 from __future__ import annotations
 
 import sys
@@ -8,6 +8,8 @@ USAGE = """usage: labkit <command> [options]
 commands:
   doctor              check this machine and install for the labs (CPU, ISA, caches, versions)
   bench <lab|all>     run a lab's benchmark and print its table (labs: alignment, bspline, pcc, epistasis)
+  solutions [NAME ...] execute solutions/NN_name.md into solutions/NN_name.ipynb, stamped
+                      (NAME: 01_alignment, alignment or 1; default all; --check: exit 1 if stale)
   release [--check]   generate notebooks/ from solutions/ (--check: exit 1 if out of date)
   grade DIR --out F   grade a folder of student notebooks into CSV/JSON
 
@@ -31,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "bench":
         from labkit.bench import main as bench_main
         return int(bench_main(rest) or 0)
+    if cmd == "solutions":
+        from labkit.notebooks import main as solutions_main
+        return int(solutions_main(rest) or 0)
     if cmd == "release":
         from labkit.release import main as release_main
         return int(release_main(rest) or 0)

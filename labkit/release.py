@@ -1,10 +1,17 @@
-"""solutions/ → notebooks/: strip marked solutions, clear outputs, keep nbgrader metadata.
+"""solutions/ → notebooks/: stub the marked solutions, clear outputs, keep nbgrader metadata.
+
+The source of each student copy is the notebook's MyST source ``solutions/NN_name.md`` (read with
+jupytext, cell ids from :func:`labkit.notebooks.stable_ids`, the same ids the executed solution
+has); a folder without a ``.md`` for a name falls back to its ``.ipynb``. Student copy and
+solution are identical outside exercise cells (nbgrader checksums locked cells): only solution
+regions are stubbed, outputs cleared and a generated-from note put in front of the first cell.
 
 Markers follow nbgrader: inside a solution cell, the lines between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION`` are replaced, at the same indentation, by ``# YOUR CODE HERE`` and a
 ``raise NotImplementedError("<hint>")``. The hint is taken from the ``# Hint: …`` comment lines
 directly above the BEGIN marker (they stay in the stub). In markdown cells the region becomes
-"YOUR ANSWER HERE". Nested or unterminated markers are hard errors.
+"YOUR ANSWER HERE". Nested or unterminated markers are hard errors, and so is an nbval comment
+line (``# NBVAL_IGNORE_OUTPUT``): nbval reads cell tags (``nbval-ignore-output``) instead.
 """
 from __future__ import annotations
 
@@ -77,14 +84,18 @@ def strip_source(source: str, *, cell_type: str = "code", where: str = "",
     return "\n".join(out)
 
 
-_TEST_MARKERS = ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP", "# NBVAL_CHECK_OUTPUT",
-                 "# NBVAL_RAISES_EXCEPTION")
+_TAGS = {"# NBVAL_IGNORE_OUTPUT": "nbval-ignore-output", "# NBVAL_SKIP": "nbval-skip",
+         "# NBVAL_CHECK_OUTPUT": "nbval-check-output", "# NBVAL_RAISES_EXCEPTION": "raises-exception"}
 
 
-def _drop_test_markers(source: str) -> str:
-    """Remove nbval's marker comments: they mean nothing to a student."""
-    lines = source.split("\n")
-    return "\n".join(ln for ln in lines if ln.strip() not in _TEST_MARKERS)
+def _refuse_test_markers(source: str, where: str) -> None:
+    """nbval comment lines would differ between solution and student copy: use cell tags."""
+    for i, line in enumerate(source.split("\n")):
+        s = line.strip()
+        if s.startswith("# NBVAL_"):
+            tag = _TAGS.get(s, "nbval-ignore-output / nbval-skip / raises-exception")
+            raise ReleaseError(f"{where}: line {i + 1} {s!r}: give the cell the tag {tag!r} "
+                               "instead (in the .md: `:tags: [...]` under ```{code-cell})")
 
 
 def release_notebook(nb, name: str = "notebook.ipynb"):
@@ -114,10 +125,11 @@ def release_notebook(nb, name: str = "notebook.ipynb"):
         for volatile in ("execution", "collapsed", "scrolled"):
             meta.pop(volatile, None)
         if cell.cell_type == "code":
-            cell.source = _drop_test_markers(cell.source)
+            _refuse_test_markers(cell.source, where)
             cell.outputs = []
             cell.execution_count = None
     nb.metadata.pop("widgets", None)
+    nb.metadata.pop("jupytext", None)    # student copies are not paired with a text file
     nb.metadata["labkit"] = {"generated_from": f"solutions/{name}", "command": "labkit release"}
     note = GENERATED_NOTE.format(name=name)
     first = nb.cells[0] if nb.cells else None
@@ -131,28 +143,47 @@ def _dumps(nb) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+def _sources(src: Path, names: list[str] | None) -> list[Path]:
+    """One source per notebook name: the MyST ``.md``, else the ``.ipynb``."""
+    by_stem: dict[str, Path] = {}
+    for path in sorted(src.glob("*.ipynb")) + sorted(src.glob("*.md")):
+        if path.suffix == ".md" and not _is_notebook_text(path):
+            continue
+        by_stem[path.stem] = path        # .md read last: it wins
+    return [by_stem[s] for s in sorted(by_stem)
+            if names is None or s in names or f"{s}.ipynb" in names or f"{s}.md" in names]
+
+
+def _is_notebook_text(path: Path) -> bool:
+    head = path.read_text(encoding="utf-8")[:2000]
+    return head.startswith("---") and "jupytext:" in head
+
+
 def release(src: str | Path = None, dst: str | Path = None, *, check: bool = False,
             names: list[str] | None = None) -> list[str]:
-    """Write the student copies of ``src/*.ipynb`` into ``dst``; return the names that changed
+    """Write the student copies of the notebooks in ``src`` (``NN_name.md``, or ``.ipynb``
+    where there is no ``.md``) into ``dst`` as ``NN_name.ipynb``; return the names that changed
     (with ``check=True`` nothing is written: the list says what is out of date)."""
+    from labkit.notebooks import read_source
+
     src = Path(src) if src is not None else ROOT / "solutions"
     dst = Path(dst) if dst is not None else ROOT / "notebooks"
     if not src.is_dir():
         raise FileNotFoundError(f"no solutions folder at {src}")
     changed = []
-    sources = sorted(p for p in src.glob("*.ipynb") if names is None or p.name in names)
+    sources = _sources(src, names)
     for path in sources:
-        nb = nbformat.read(path, as_version=4)
+        nb = read_source(path)
         text = _dumps(release_notebook(nb, path.name))
-        target = dst / path.name
+        target = dst / f"{path.stem}.ipynb"
         old = target.read_text(encoding="utf-8") if target.exists() else None
         if old != text:
-            changed.append(path.name)
+            changed.append(target.name)
             if not check:
                 dst.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
     if names is None and dst.is_dir():
-        wanted = {p.name for p in sources}
+        wanted = {f"{p.stem}.ipynb" for p in sources}
         for extra in sorted(dst.glob("*.ipynb")):
             if extra.name not in wanted:
                 changed.append(extra.name + " (no solution: remove it)")

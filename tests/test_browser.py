@@ -604,3 +604,141 @@ def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
     finally:
         page.close()
         lab.shutdown_kernels()
+
+
+# ------------------------------------------------------------------ the course book (make book)
+_BOOK_PAGE_JS = r"""
+() => {
+  const imgs = [...document.querySelectorAll('article img, main img')];
+  const outImgs = [...document.querySelectorAll('.cell_output img, .output img')];
+  const math = document.querySelectorAll('span.math, div.math').length;
+  const typeset = document.querySelectorAll('.MathJax, .MathJax_Display, mjx-container, .MathJax_CHTML').length;
+  return {
+    title: document.title,
+    imgs: imgs.map(i => ({src: i.getAttribute('src'), complete: i.complete, w: i.naturalWidth})),
+    out_imgs: outImgs.length,
+    math, typeset,
+    downloads: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))
+                   .filter(h => h.includes('_downloads/')),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
+  };
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def book_site(tmp_path_factory) -> Path:
+    """The course book, built once per test run by tools/build_book.py into a temporary folder
+    (what `make book` writes into build/book/); the repository is not written to."""
+    try:
+        import jupyter_book  # noqa: F401
+        import myst_nb  # noqa: F401
+    except ImportError:
+        _loud_skip("jupyter-book / myst-nb are not installed; `pip install -e '.[test]'` "
+                   "(make install) provides them through the book extra")
+    out = tmp_path_factory.mktemp("book") / "site"
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"),
+                           "--root", str(SRC), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        pytest.fail(f"tools/build_book.py failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n"
+                    f"{proc.stderr[-4000:]}")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with open(ARTIFACTS / "timings.txt", "a", encoding="utf-8") as f:
+        f.write(f"{time.strftime('%H:%M:%S')} {'book build':<24} {'':<20} "
+                f"{time.monotonic() - t0:6.1f} s\n")
+    return out
+
+
+@pytest.fixture(scope="module")
+def book_page(chromium_path):
+    """A headless Chromium page that may only load file:// URLs (the book must work offline);
+    ``page.blocked`` lists every other URL the page tried to fetch."""
+    from playwright.sync_api import sync_playwright
+
+    flags = _load_ensure_browser().CHROMIUM_ARGS
+    pw = sync_playwright().start()
+    browser = None
+    try:
+        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=flags)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.blocked = []
+
+        def _route(route):
+            url = route.request.url
+            if url.startswith(("file:", "data:", "blob:", "about:")):
+                route.continue_()
+            else:
+                page.blocked.append(url)
+                route.abort()
+
+        page.route("**/*", _route)
+        yield page
+    finally:
+        try:
+            if browser is not None:
+                browser.close()
+        finally:
+            pw.stop()
+
+
+def _png_outputs(path: Path) -> int:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return sum("image/png" in o.get("data", {}) for c in nb.get("cells", [])
+               for o in c.get("outputs", []))
+
+
+def test_book_landing_page_links_labs_and_student_copies(book_site, book_page):
+    """build/book/index.html: a row per lab with its page and its student copy's download."""
+    from labkit import registry
+
+    page = book_page
+    page.goto((book_site / "index.html").as_uri(), wait_until="load")
+    info = page.evaluate(_BOOK_PAGE_JS)
+    _shot(page, "book-index")
+    for lab in registry.LABS:
+        assert any(h.split("#")[0] == f"{lab.notebook}.html" for h in info["links"]), (
+            f"landing page has no link to the {lab.notebook} page: {info['links']}")
+        hits = [h for h in info["downloads"] if h.endswith(f"/{lab.notebook}.ipynb")]
+        assert hits, f"landing page has no download of notebooks/{lab.notebook}.ipynb: {info['downloads']}"
+        student = book_site / hits[0]
+        assert student.exists(), f"the download link {hits[0]} points at no file"
+        nb = json.loads(student.read_text(encoding="utf-8"))
+        assert nb["metadata"]["labkit"]["generated_from"].startswith("solutions/"), (
+            f"{hits[0]} is not a student copy (labkit release)")
+        assert not any(c.get("outputs") for c in nb["cells"]), f"{hits[0]} has outputs"
+    assert not page.blocked, f"the landing page fetched from the network: {page.blocked}"
+
+
+@pytest.mark.parametrize("lab", [l.notebook for l in __import__("labkit.registry").registry.LABS])
+def test_book_lab_page_renders_figures(lab, book_site, book_page):
+    """A lab's page shows its executed outputs: every figure loads (naturalWidth > 0), as many
+    figures as the solution has PNG outputs (tuner widgets included), formulas typeset."""
+    page = book_page
+    page.goto((book_site / f"{lab}.html").as_uri(), wait_until="load")
+    try:
+        page.wait_for_function(
+            "() => [...document.images].every(i => i.complete)", timeout=30_000)
+    except Exception:
+        pass  # reported below with the list of images
+    info = page.evaluate(_BOOK_PAGE_JS)
+    if info["math"]:
+        try:
+            page.wait_for_function(
+                "() => document.querySelectorAll('.MathJax, .MathJax_Display, mjx-container')"
+                ".length > 0", timeout=30_000)
+        except Exception:
+            pass
+        info = page.evaluate(_BOOK_PAGE_JS)
+    png = _shot(page, f"book-{lab}")
+    broken = [i["src"] for i in info["imgs"] if not (i["complete"] and i["w"] > 0)]
+    assert not broken, f"{lab}.html: images that did not load (screenshot {png}): {broken}"
+    expected = _png_outputs(SRC / "solutions" / f"{lab}.ipynb")
+    assert expected >= 1, f"solutions/{lab}.ipynb has no figure output"
+    assert info["out_imgs"] >= expected, (
+        f"{lab}.html shows {info['out_imgs']} output images, the executed solution has "
+        f"{expected} PNG outputs (screenshot {png})")
+    if info["math"]:
+        assert info["typeset"], f"{lab}.html: formulas not typeset by MathJax (screenshot {png})"
+    assert not page.blocked, f"{lab}.html fetched from the network: {page.blocked}"

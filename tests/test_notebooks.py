@@ -1,23 +1,31 @@
-"""Notebook structure and the student copies.
+"""Notebook sources, stamps, structure and the student copies.
 
-nbval runs solutions/*.ipynb (strict checks: every check must pass there). Here: the exercise/
-check structure of each solution, and every student copy executed end to end — each check
-fails with "not implemented" and the hint, and no other cell shows an error.
+solutions/NN_name.md (MyST, jupytext) is each notebook's only source; `make solutions` executes
+it into solutions/NN_name.ipynb and stamps it (labkit.notebooks). Here: every stamp is fresh
+(else: the command that fixes it), a change to labkit/ makes a stamp stale, nbgrader metadata
+survives the text round trip, no nbval comment markers. nbval runs solutions/*.ipynb (strict
+checks: every check must pass there). Then the exercise/check structure of each solution, and
+every student copy executed end to end — each check fails with "not implemented" and the hint,
+and no other cell shows an error.
 """
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from labkit import check
+from labkit import check, registry
+from labkit import notebooks as lknb
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 STUDENT = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SOURCES = sorted((ROOT / "solutions").glob("*.md"))
 CHECK_LINE = re.compile(r"^check\.(\w+)\((\w+)\)\s*$")
+LABS = [lab.notebook for lab in registry.LABS]
 
 
 def _nbgrader(cell):
@@ -26,6 +34,149 @@ def _nbgrader(cell):
 
 def test_lesson00_exists():
     assert (ROOT / "solutions" / "00_tools.ipynb").exists()
+
+
+# ------------------------------------------------------------------ sources and stamps
+def test_every_lab_has_one_source():
+    """Each registry lab has solutions/NN_name.md; no other notebook source lies around."""
+    assert [p.stem for p in SOURCES] == LABS, (
+        f"solutions/*.md {[p.name for p in SOURCES]} != registry notebooks {LABS}")
+    assert not list((ROOT / "tools").glob("build_*_nb.py")), "hand-written builders are gone"
+
+
+@pytest.mark.parametrize("stem", LABS)
+def test_solution_stamp_is_fresh(stem):
+    """solutions/NN_name.ipynb was executed from the current .md against the current labkit/."""
+    why = lknb.stale(ROOT / "solutions" / f"{stem}.ipynb", ROOT / "solutions" / f"{stem}.md")
+    assert not why, (f"solutions/{stem}.ipynb is stale: {'; '.join(why)}.\n"
+                     f"fix: {lknb.FIX.format(stem=stem)}, then `make notebooks`; commit both")
+
+
+def _copy_package(tmp_path: Path) -> Path:
+    pkg = tmp_path / "labkit"
+    shutil.copytree(ROOT / "labkit", pkg, ignore=shutil.ignore_patterns("__pycache__", "*.nbi",
+                                                                         "*.nbc", "*.pyc"))
+    return pkg
+
+
+def _stamped(tmp_path: Path, pkg: Path) -> tuple[Path, Path]:
+    """A copy of lesson 00's source and an 'executed' notebook stamped against ``pkg``."""
+    md = tmp_path / "00_tools.md"
+    shutil.copy2(ROOT / "solutions" / "00_tools.md", md)
+    nb = lknb.read_source(md)
+    nb.metadata["labkit"] = {"stamp": lknb.make_stamp(md, pkg)}
+    out = tmp_path / "00_tools.ipynb"
+    nbformat.write(nb, out)
+    return md, out
+
+
+def test_stamp_goes_stale_when_alignment_changes(tmp_path):
+    """One changed line in a copy of labkit/alignment* makes the stamp stale, with the fix."""
+    pkg = _copy_package(tmp_path)
+    md, out = _stamped(tmp_path, pkg)
+    assert lknb.stale(out, md, pkg) == []
+    target = sorted(p for p in pkg.rglob("*.py")
+                    if p.relative_to(pkg).parts[0].startswith("alignment"))[0]
+    lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[-1] = lines[-1].rstrip("\n") + "  # changed\n"
+    target.write_text("".join(lines), encoding="utf-8")
+    why = lknb.stale(out, md, pkg)
+    assert len(why) == 1 and "labkit/ changed" in why[0], why
+    # the real tree is untouched and its digest differs from the modified copy's
+    assert lknb.labkit_digest() != lknb.labkit_digest(pkg)
+
+
+def test_stamp_goes_stale_when_source_changes(tmp_path):
+    pkg = _copy_package(tmp_path)
+    md, out = _stamped(tmp_path, pkg)
+    md.write_text(md.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    why = lknb.stale(out, md, pkg)
+    assert len(why) == 1 and "00_tools.md changed" in why[0], why
+
+
+def test_stamp_ignores_caches(tmp_path):
+    """__pycache__ (numba's cache files included) does not change the digest."""
+    pkg = _copy_package(tmp_path)
+    before = lknb.labkit_digest(pkg)
+    (pkg / "__pycache__").mkdir(exist_ok=True)
+    (pkg / "__pycache__" / "x.nbi").write_bytes(b"cache")
+    assert lknb.labkit_digest(pkg) == before
+
+
+def test_unstamped_and_missing(tmp_path):
+    md = tmp_path / "x.md"
+    md.write_text("x")
+    assert "does not exist" in lknb.stale(tmp_path / "x.ipynb", md)[0]
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "x.ipynb")
+    assert "no labkit stamp" in lknb.stale(tmp_path / "x.ipynb", md)[0]
+
+
+def test_solutions_check_command_names_the_fix(tmp_path, capsys, monkeypatch):
+    from labkit.cli import main as cli_main
+
+    pkg = _copy_package(tmp_path)
+    md, out = _stamped(tmp_path, pkg)
+    monkeypatch.setattr(lknb, "SOLUTIONS", tmp_path)
+    monkeypatch.setattr(lknb, "PACKAGE", pkg)
+    assert lknb.resolve(["00_tools"], tmp_path) == [md]
+    assert lknb.resolve(["lesson00"], tmp_path)[0].name == "00_tools.md"
+    with pytest.raises(KeyError, match="no notebook"):
+        lknb.resolve(["nope"], tmp_path)
+    monkeypatch.setattr(lknb, "resolve", lambda names, folder=tmp_path: [md])
+    assert cli_main(["solutions", "--check", "00_tools"]) == 0
+    md.write_text(md.read_text(encoding="utf-8") + "\nchanged\n", encoding="utf-8")
+    assert cli_main(["solutions", "--check", "00_tools"]) == 1
+    text = capsys.readouterr().out
+    assert "stale" in text and "make solutions" in text and "labkit solutions 00_tools" in text
+
+
+NBGRADER_CELLS = [
+    ("code", "def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION",
+     {"nbgrader": {"grade_id": "ex-f", "solution": True, "grade": False, "locked": False,
+                   "schema_version": 3}}),
+    ("code", "check.f(f)",
+     {"nbgrader": {"grade_id": "check-f", "solution": False, "grade": True, "points": 2,
+                   "locked": True, "schema_version": 3}, "deletable": False, "editable": False,
+      "tags": ["nbval-ignore-output"]}),
+    ("markdown", "Answer:\n### BEGIN SOLUTION\n42\n### END SOLUTION",
+     {"nbgrader": {"grade_id": "ex-why", "solution": True, "grade": True, "points": 1.5,
+                   "locked": False, "schema_version": 3}}),
+    ("code", "x = $1$ # not math\nprint(r'\\alpha')", {"tags": ["raises-exception"]}),
+]
+
+
+def test_nbgrader_metadata_survives_text_round_trip():
+    """ipynb → MyST .md → ipynb keeps cell types, sources and the whole cell metadata."""
+    import jupytext
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    for kind, src, meta in NBGRADER_CELLS:
+        cell = (nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell)(src)
+        cell.metadata.update(meta)
+        nb.cells.append(cell)
+    back = jupytext.reads(jupytext.writes(nb, fmt="md:myst"), fmt="md:myst")
+    assert [(c.cell_type, c.source, dict(c.metadata)) for c in back.cells] == [
+        (k, s, m) for k, s, m in NBGRADER_CELLS]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=[p.name for p in SOURCES])
+def test_source_has_tags_not_markers_and_matches_its_executed_copy(path):
+    """No nbval comment line in the .md; a fresh executed copy has exactly the source's cells."""
+    nb = lknb.read_source(path)
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "code":
+            bad = [ln for ln in c.source.splitlines() if ln.strip().startswith("# NBVAL_")]
+            assert not bad, (f"{path.name} cell {i}: {bad[0]!r} — use the cell tag "
+                             "(`:tags: [nbval-ignore-output]`) instead of a comment line")
+    executed = path.with_suffix(".ipynb")
+    if lknb.stale(executed, path):
+        pytest.skip(f"{executed.name} is stale (test_solution_stamp_is_fresh says so)")
+    run = nbformat.read(executed, as_version=4)
+    strip = lambda m: {k: v for k, v in m.items() if k not in ("execution", "collapsed", "scrolled")}  # noqa: E731
+    assert [(c.cell_type, c.source, strip(c.metadata)) for c in run.cells] == [
+        (c.cell_type, c.source, strip(c.metadata)) for c in nb.cells]
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=[p.name for p in SOLUTIONS])

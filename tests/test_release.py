@@ -1,5 +1,7 @@
-"""labkit.release: markers → stubs, outputs cleared, metadata kept, sync check, hard errors."""
+"""labkit.release: markers → stubs, outputs cleared, metadata kept, sync check, hard errors;
+student copies built from the MyST sources, identical to the solutions outside exercise cells."""
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -116,6 +118,70 @@ def test_repo_notebooks_in_sync():
 
 
 def test_nbval_markers_stripped_from_student_copy():
-    c = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\nprint(1)")
+    """nbval reads a cell tag now: no comment line to strip, the copy keeps source and tag."""
+    c = nbformat.v4.new_code_cell("print(1)")
+    c.metadata["tags"] = ["nbval-ignore-output"]
     out = rel.release_notebook(_nb([c]), "x.ipynb")
     assert out.cells[0].source == "print(1)"
+    assert out.cells[0].metadata["tags"] == ["nbval-ignore-output"]
+
+
+def test_nbval_comment_lines_are_refused():
+    c = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\nprint(1)")
+    with pytest.raises(rel.ReleaseError, match="nbval-ignore-output"):
+        rel.release_notebook(_nb([c]), "x.ipynb")
+
+
+def test_release_from_myst_source(tmp_path):
+    """A folder of MyST sources (.md) releases to .ipynb; the .md wins over a stale .ipynb."""
+    import jupytext
+
+    src, dst = tmp_path / "solutions", tmp_path / "notebooks"
+    src.mkdir()
+    nb = _nb([nbformat.v4.new_markdown_cell("# Demo"), _ex(SOLVED), _check("check.a(f)")])
+    (src / "01_demo.md").write_text(jupytext.writes(nb, fmt="md:myst"), encoding="utf-8")
+    old = _nb([nbformat.v4.new_markdown_cell("# Old")])
+    nbformat.write(old, src / "01_demo.ipynb")
+    (src / "README.md").write_text("# not a notebook\n")
+    assert rel.release(src, dst) == ["01_demo.ipynb"]
+    out = nbformat.read(dst / "01_demo.ipynb", as_version=4)
+    assert "`solutions/01_demo.md`" in out.cells[0].source and "# Demo" in out.cells[0].source
+    assert "return x + 1" not in out.cells[1].source
+    assert out.cells[2].metadata["nbgrader"]["grade_id"] == "check-a"
+    assert rel.release(src, dst, check=True) == [], "ids are stable: a second release is a no-op"
+
+
+def _solution_regions_only(sol, stu):
+    """Cells of a solution (.md) and its student copy that differ outside exercise cells."""
+    diffs = []
+    assert len(sol.cells) == len(stu.cells)
+    for i, (a, b) in enumerate(zip(sol.cells, stu.cells)):
+        g = a.metadata.get("nbgrader", {})
+        if g.get("solution"):
+            continue
+        src_a = a.source
+        if i == 0:
+            src_a = rel.GENERATED_NOTE.format(name="X") + "\n\n" + src_a
+            b_src = b.source.split("\n\n", 1)
+            b_src = rel.GENERATED_NOTE.format(name="X") + "\n\n" + (b_src[1] if len(b_src) > 1 else "")
+        else:
+            b_src = b.source
+        meta_a = {k: v for k, v in a.metadata.items() if k not in ("execution",)}
+        if src_a != b_src or meta_a != dict(b.metadata) or a.get("id") != b.get("id"):
+            diffs.append(i)
+    return diffs
+
+
+def test_student_copies_identical_outside_exercise_cells():
+    """nbgrader checksums locked cells: every non-solution cell (source, metadata, id) of
+    notebooks/NN.ipynb equals the solution's — fix with `make notebooks`."""
+    from labkit import notebooks as lknb
+    from labkit import registry
+
+    for lab in registry.LABS:
+        sol = lknb.read_source(rel.ROOT / lab.source)
+        stu_path = rel.ROOT / "notebooks" / f"{lab.notebook}.ipynb"
+        stu = nbformat.read(stu_path, as_version=4)
+        diffs = _solution_regions_only(sol, stu)
+        assert not diffs, (f"notebooks/{lab.notebook}.ipynb differs from {lab.source} outside "
+                           f"exercise cells at cells {diffs}; run `make notebooks`")

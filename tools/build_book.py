@@ -1,0 +1,138 @@
+"""Build the course book (`make book`): a static website of the executed solutions, offline.
+
+    .venv/bin/python tools/build_book.py [--out build/book] [--root .]
+
+Stages ``build/book-src/`` from the repository: ``docs/book/_config.yml``, a ``_toc.yml`` and a
+landing page (labs table, a download link to each student copy) generated from
+``labkit.registry``, the executed ``solutions/NN_name.ipynb`` (outputs as committed — nothing is
+executed here) and ``notebooks/NN_name.ipynb`` as downloads; then ``jupyter-book config sphinx``
+writes the Sphinx ``conf.py`` and ``sphinx-build`` writes the site into ``--out``
+(``index.html`` is the landing page). Why Jupyter Book 1 and not mystmd: docs/book/_config.yml.
+A solution whose stamp is stale (``labkit solutions --check``) is built anyway, with a warning.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "docs" / "book" / "_config.yml"
+sys.path.insert(0, str(ROOT))
+
+from labkit import registry  # noqa: E402
+from labkit.notebooks import stale  # noqa: E402
+
+INTRO = """\
+# labkit: CPU performance labs with numba
+
+Hands-on labs in CPU performance engineering: each one measures a baseline, looks inside what
+numba compiled (LLVM IR, assembly, vectoriser remarks), changes the data layout or the loop, and
+measures again. These pages are the **executed solutions**, with the outputs, figures and
+tuner plots of their last run (`make solutions`); the numbers were measured on the machine that
+ran them. To do a lab yourself, download its **student copy** (exercises stubbed, no outputs) or
+run `make lab` in the repository.
+
+| Lab | Topic | Executed solution | Student copy | Executed |
+| --- | --- | --- | --- | --- |
+{rows}
+
+Every check in a solution passed when it was executed (checks run strictly there); in a student
+copy the same checks fail with "not implemented" and the first hint until the exercise is solved.
+"""
+
+
+def _mathjax_static() -> Path | None:
+    try:
+        import jupyter_server_mathjax
+    except ImportError:
+        return None
+    static = Path(jupyter_server_mathjax.__file__).parent / "static"
+    return static if (static / "MathJax.js").exists() else None
+
+
+def stage(root: Path, src: Path) -> list[str]:
+    """Write the book's sources into ``src`` (wiped first); return warnings."""
+    warnings = []
+    if src.exists():
+        shutil.rmtree(src)
+    (src / "student").mkdir(parents=True)
+    shutil.copy2(CONFIG, src / "_config.yml")
+    rows, chapters = [], []
+    for lab in registry.LABS:
+        solution = root / "solutions" / f"{lab.notebook}.ipynb"
+        student = root / "notebooks" / f"{lab.notebook}.ipynb"
+        if not solution.exists():
+            raise SystemExit(f"build_book: {solution.relative_to(root)} is missing; "
+                             "run `make solutions` first")
+        why = stale(solution, root / lab.source, root / "labkit")
+        if why:
+            warnings.append(f"{solution.name} is stale ({'; '.join(why)}): "
+                            f"the book shows its last outputs; fix: make solutions")
+        nb = json.loads(solution.read_text(encoding="utf-8"))
+        nb.get("metadata", {}).pop("widgets", None)   # no live widgets offline: their PNGs show
+        (src / solution.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False),
+                                         encoding="utf-8")
+        if student.exists():
+            shutil.copy2(student, src / "student" / student.name)
+            download = f"{{download}}`{student.name} <student/{student.name}>`"
+        else:
+            warnings.append(f"{student.relative_to(root)} is missing; run `make notebooks`")
+            download = "(missing: `make notebooks`)"
+        stamp = nb.get("metadata", {}).get("labkit", {}).get("stamp", {})
+        executed = stamp.get("executed", "?")[:10]
+        rows.append(f"| {lab.number:02d} | {lab.title} | {{doc}}`{lab.notebook}` | {download} "
+                    f"| {executed} |")
+        chapters.append(lab.notebook)
+    (src / "index.md").write_text(INTRO.format(rows="\n".join(rows)), encoding="utf-8")
+    toc = "format: jb-book\nroot: index\nchapters:\n" + "".join(f"  - file: {c}\n" for c in chapters)
+    (src / "_toc.yml").write_text(toc, encoding="utf-8")
+    mathjax = _mathjax_static()
+    if mathjax is None:
+        warnings.append("jupyter-server-mathjax is not installed: formulas stay TeX source "
+                        "(pip install -e '.[book]')")
+    else:
+        shutil.copytree(mathjax, src / "_mathjax_static" / "mathjax",
+                        ignore=shutil.ignore_patterns("localization", "*.md"))
+    return warnings
+
+
+def build(root: Path = ROOT, out: Path | None = None, *, quiet: bool = True) -> Path:
+    """Stage and build the book; return the path of its index.html."""
+    out = Path(out) if out is not None else root / "build" / "book"
+    src = out.parent / (out.name + "-src")
+    for w in stage(root, src):
+        print(f"build_book: warning: {w}", file=sys.stderr)
+    jb = Path(sys.executable).parent / "jupyter-book"
+    cmd = [str(jb)] if jb.exists() else [sys.executable, "-m", "jupyter_book.cli.main"]
+    subprocess.run(cmd + ["config", "sphinx", str(src)], check=True, stdout=subprocess.DEVNULL)
+    if out.exists():
+        shutil.rmtree(out)
+    log = out.parent / (out.name + "-warnings.txt")
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", str(src), str(out),
+           "-d", str(src / "_doctrees"), "-w", str(log)] + (["-q"] if quiet else [])
+    subprocess.run(cmd, check=True)
+    index = out / "index.html"
+    if not index.exists():
+        raise SystemExit(f"build_book: sphinx wrote no {index}")
+    return index
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=None, help="output folder (default: build/book)")
+    p.add_argument("--root", default=str(ROOT), help="repository root with solutions/, notebooks/")
+    p.add_argument("--verbose", action="store_true", help="sphinx's progress output")
+    a = p.parse_args(argv)
+    t0 = time.monotonic()
+    index = build(Path(a.root), Path(a.out) if a.out else None, quiet=not a.verbose)
+    print(f"book: {index} ({time.monotonic() - t0:.0f} s); open it in a browser")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
