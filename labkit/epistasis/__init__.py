@@ -42,7 +42,7 @@ __all__ = [
     "combine_popcount_scalar", "contingency", "contingency_fused", "mi_combinations",
     "mi_branchy", "mi_masked", "mi_table", "mi_batch_branchy", "mi_batch_masked",
     "mi_batch_table", "nlogn_table", "search_stats", "default_block", "default_batch",
-    "TARGETS", "run_benchmark", "MULA_KIND",
+    "TARGETS", "run_benchmark", "phase_times", "MULA_KIND",
 ]
 
 #: named sizes for make_inputs (a dict overrides any key)
@@ -398,13 +398,15 @@ from .kernels import (_HAS_AVX2, _MI_SCALE, _WORD_CHUNK, MAX_ORDER, MULA_KIND,  
 
 #: names that live in ``.bench`` / ``.checks``, imported on first use (so ``__init__`` → ``bench``
 #: / ``checks`` → ``__init__`` is no module-level cycle)
-_LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "check_popcount": "checks",
+_LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "phase_times": "bench",
+         "check_popcount": "checks",
          "check_masked_mi": "checks", "check_fused_count": "checks", "_random_tables": "checks",
          "_table_mi": "checks"}
 
 
 def __getattr__(name: str):
-    """``run_benchmark`` / ``TARGETS`` (``.bench``) and the exercise checks (``.checks``), lazily."""
+    """``run_benchmark`` / ``TARGETS`` / ``phase_times`` (``.bench``) and the exercise checks
+    (``.checks``), lazily."""
     if name in _LAZY:
         return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

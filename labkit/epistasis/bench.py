@@ -2,6 +2,7 @@
 lab's performance targets."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numba
@@ -9,8 +10,9 @@ import numba
 from labkit import bench
 from labkit.bench import Target, ratio_of, throughput_of
 
-from . import (_bench_popcount_inputs, _numpy_popcount, encode, make_inputs, popcount_hw,
-               popcount_hw_scalar, popcount_mula, popcount_table, search, validate)
+from . import (Encoded, _bench_popcount_inputs, _numpy_popcount, _plan, _run_plan, encode,
+               make_inputs, popcount_hw, popcount_hw_scalar, popcount_mula, popcount_table, search,
+               validate)
 
 #: the search benchmark's inputs (``labkit bench epistasis`` without --size)
 SEARCH_INPUTS = {"snps": 400, "individuals": 2000, "order": 3}
@@ -53,3 +55,23 @@ def run_benchmark(size=None, repeat: int = 5, threads=(1, 2)) -> dict:
                          label=f"order-{inp.order} search, {inp.n_snps} SNPs × "
                                f"{inp.n_individuals} individuals")
     return {"popcount": pop, "search": srch}
+
+
+def phase_times(genotypes, labels=None, order: int = 3, threads: int = 1, repeat: int = 3,
+                min_time: float = 0.05) -> dict:
+    """CPU seconds of one order-k search split into its parts, as in the seed's Fig. 8: building
+    the prefix tables, counting the last SNP (AND + popcount), MI + top list.
+
+    Measured as three searches stopped after each part (interleaved repeats, ``clock="cpu"``);
+    each part is the difference of two of them (never below 0). Returns the seconds per part,
+    ``"total"``, ``"cells"`` (combinations × 3**order) and the ``BenchResult``.
+    """
+    enc = genotypes if isinstance(genotypes, Encoded) else encode(genotypes, labels)
+    plan = _plan(enc, order, 10, threads, None, None, False)
+    funcs = {f"up to {name}": (lambda p=p: _run_plan(dataclasses.replace(plan, phases=p), False))
+             for p, name in ((1, "prefix tables"), (2, "counts"), (3, "MI"))}
+    res = bench.compare(funcs, (), repeat=repeat, min_time=min_time, clock="cpu",
+                        label=f"order-{plan.order} search, {enc.n_snps} SNPs, parts")
+    t1, t2, t3 = (res.median(n) for n in funcs)
+    return {"prefix tables": t1, "counts": max(t2 - t1, 0.0), "MI and top list": max(t3 - t2, 0.0),
+            "total": t3, "cells": plan.combos * 3 ** plan.order, "result": res}

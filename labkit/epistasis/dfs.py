@@ -65,11 +65,12 @@ def _build_level(tables, pcs, lvl_off, d, bits, W, case_words, j):
 
 @njit(cache=True)
 def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, counts, batch,
-                nlogn, inv_n, hy, tq, tm, ti, state, acc):
+                nlogn, inv_n, hy, tq, tm, ti, state, acc, phases=3):
     """Counts of (prefix + k) for k in [k_lo, k_hi): integer phase for a batch, then MI + top list.
 
     ``lanes[kblock, g, w, j]`` holds word w of genotype row g (g = 0, 1) of SNP 8*kblock + j, so a
     vector of 8 lanes covers 8 candidate last SNPs; genotype 2 is derived by subtraction.
+    ``phases < 3`` stops after the integer phase (for ``phase_times``: no MI, no top list).
     """
     S = segs.shape[0]
     G = 9 if R % 9 == 0 else (3 if R % 3 == 0 else 1)
@@ -97,6 +98,8 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
                         _lanes3(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
                     else:
                         _lanes1(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+        if phases < 3:
+            continue
         # floating-point phase: MI from Σ n ln n (lookup table), 8 candidates per vector
         b0 = 0
         b1 = R * 2 * cstride
@@ -126,8 +129,11 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
 
 @njit(cache=True, parallel=True)
 def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn, n_cases,
-                   n_controls, top, batch):
-    """Each worker (prange row) runs its first-index tasks depth-first; returns per-worker top lists."""
+                   n_controls, top, batch, phases=3):
+    """Each worker (prange row) runs its first-index tasks depth-first; returns per-worker top lists.
+
+    ``phases`` (for timing the parts): 1 = prefix tables only, 2 = + the last SNP's counts,
+    3 = + MI and the top list (the search)."""
     n_snps = bits3.shape[0]
     W = bits3.shape[2]
     bits = bits3.ravel()
@@ -167,8 +173,10 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
         for ti_ in range(ntasks[wk]):
             i = tasks[wk, ti_]
             if order == 1:
-                _last_stage(tables, lvl_off[0], 1, pcs[0], idx, order, i, i + 1, lanes, W, segs,
-                            counts, batch, nlogn, inv_n, hy, tq, tm, ti, state, acc)
+                if phases >= 2:
+                    _last_stage(tables, lvl_off[0], 1, pcs[0], idx, order, i, i + 1, lanes, W,
+                                segs, counts, batch, nlogn, inv_n, hy, tq, tm, ti, state, acc,
+                                phases)
                 continue
             idx[0] = i
             _build_level(tables, pcs, lvl_off, 0, bits, W, case_words, i)
@@ -176,9 +184,10 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
             nxt[1] = i + 1
             while d >= 1:
                 if d == order - 1:
-                    _last_stage(tables, lvl_off[d], 3 ** d, pcs[d], idx, order, idx[d - 1] + 1,
-                                n_snps, lanes, W, segs, counts, batch, nlogn, inv_n, hy,
-                                tq, tm, ti, state, acc)
+                    if phases >= 2:
+                        _last_stage(tables, lvl_off[d], 3 ** d, pcs[d], idx, order,
+                                    idx[d - 1] + 1, n_snps, lanes, W, segs, counts, batch, nlogn,
+                                    inv_n, hy, tq, tm, ti, state, acc, phases)
                     d -= 1
                     continue
                 j = nxt[d]
@@ -255,6 +264,7 @@ class _Plan:
     nlogn: np.ndarray
     combos: int
     chunks: list = field(default_factory=list)
+    phases: int = 3           # 1 = prefix tables, 2 = + counts, 3 = + MI (see _search_kernel)
 
 
 def _run_plan(plan: _Plan, progress: bool) -> list:
@@ -270,7 +280,7 @@ def _run_plan(plan: _Plan, progress: bool) -> list:
             for (tasks, ntasks), ncomb in plan.chunks:
                 q, m, i = _search_kernel(enc.bits, enc.lanes, enc.case_words, plan.order,
                                          plan.segs, tasks, ntasks, plan.nlogn, enc.n_cases,
-                                         enc.n_controls, plan.top, plan.batch)
+                                         enc.n_controls, plan.top, plan.batch, plan.phases)
                 qs.append(q.reshape(-1))
                 ms.append(m.reshape(-1))
                 ids.append(i.reshape(-1, plan.order))

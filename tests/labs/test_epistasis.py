@@ -204,6 +204,17 @@ def test_make_inputs_sizes():
         ep.make_inputs(3)
 
 
+def test_phase_times_parts():
+    inp = ep.make_inputs({"snps": 12, "individuals": 130, "order": 3}, seed=3)
+    parts = ep.phase_times(inp.genotypes, inp.labels, repeat=1, min_time=0.0)
+    assert parts["cells"] == math.comb(12, 3) * 27
+    assert parts["total"] > 0
+    assert all(parts[k] >= 0 for k in ("prefix tables", "counts", "MI and top list"))
+    # the stopped searches leave the real search untouched
+    ep.validate(ep.search(inp.genotypes, inp.labels, order=3, top=5),
+                ep.reference_search(inp.genotypes, inp.labels, order=3, top=5), atol=1e-12)
+
+
 def test_search_stats():
     st = ep.search_stats(100, 3)
     assert st["combinations"] == math.comb(100, 3)
@@ -283,10 +294,55 @@ def _stub(*args):
     raise NotImplementedError("write the kernel")
 
 
-@pytest.mark.parametrize("name,good", [("popcount", ep.popcount_hw_scalar),
-                                       ("masked_mi", ep.mi_masked),
-                                       ("fused_count", ep.combine_popcount_scalar)])
-def test_checks_pass_on_labkit_kernels_and_report_stubs(name, good, monkeypatch):
+# students' answers, as the solution notebook writes them (the checks refuse labkit's own kernels)
+@njit(cache=True)
+def student_popcount(words):
+    total = 0
+    for i in range(words.size):
+        total += ep.popcount64(words[i])
+    return total
+
+
+@njit(cache=True)
+def student_mi(counts):
+    n0 = 0
+    n1 = 0
+    for c in range(counts.shape[1]):
+        n0 += counts[0, c]
+        n1 += counts[1, c]
+    inv = 1.0 / (n0 + n1)
+    hxy = 0.0
+    hx = 0.0
+    for c in range(counts.shape[1]):
+        p0 = counts[0, c] * inv
+        p1 = counts[1, c] * inv
+        px = p0 + p1
+        hxy -= p0 * np.log(p0 + (p0 == 0.0)) + p1 * np.log(p1 + (p1 == 0.0))
+        hx -= px * np.log(px + (px == 0.0))
+    q0 = n0 * inv
+    q1 = n1 * inv
+    hy = -(q0 * np.log(q0 + (q0 == 0.0)) + q1 * np.log(q1 + (q1 == 0.0)))
+    return hx + hy - hxy
+
+
+@njit(cache=True)
+def student_fused_count(prefix, snp):
+    R, W = prefix.shape
+    out = np.zeros(R * 3, dtype=np.int64)
+    for r in range(R):
+        for g in range(3):
+            s = 0
+            for w in range(W):
+                s += ep.popcount64(prefix[r, w] & snp[g, w])
+            out[r * 3 + g] = s
+    return out
+
+
+@pytest.mark.parametrize("name,good,labkits", [("popcount", student_popcount, ep.popcount_hw),
+                                               ("masked_mi", student_mi, ep.mi_masked),
+                                               ("fused_count", student_fused_count,
+                                                ep.combine_popcount)])
+def test_checks_pass_on_students_kernels_and_report_stubs(name, good, labkits, monkeypatch):
     from labkit import check
     monkeypatch.setenv("LABKIT_SPEED", "report")
     res = check.run(name, good)
@@ -294,6 +350,8 @@ def test_checks_pass_on_labkit_kernels_and_report_stubs(name, good, monkeypatch)
     stub = check.run(name, _stub)
     assert not stub.passed and stub.verdict == "not implemented"
     assert "write the kernel" in stub.message
+    handed_in = check.run(name, labkits)          # labkit's own kernel is not an answer
+    assert not handed_in.passed and "labkit" in handed_in.message, str(handed_in)
 
 
 def test_checks_fail_on_wrong_kernels(monkeypatch):
