@@ -255,19 +255,93 @@ def _stub(*args):
     raise NotImplementedError("write the loop")
 
 
-def test_check_aos_to_soa():
-    assert check.aos_to_soa(bs.aos_to_soa).passed
-    wrong = lambda v, g, h: bs.aos_to_soa(v, g, np.swapaxes(h, -1, -2) * 0 + h[..., ::-1, :])  # noqa: E731
-    r = check.aos_to_soa(wrong)
-    assert r.verdict == "wrong" and "rows must be" in r.message
-    assert check.aos_to_soa(_stub).verdict == "not implemented"
+# Students' answers are defined with def at module level: the checks load a student's function
+# from its source and refuse labkit's own kernels (so none of these calls bs.*).
+def _my_aos_to_soa(v, g, h):
+    return np.stack([v, g[:, 0], g[:, 1], g[:, 2],
+                     h[:, 0, 0], h[:, 0, 1], h[:, 0, 2], h[:, 1, 1], h[:, 1, 2], h[:, 2, 2]])
 
 
-@njit(cache=True)
+def _wrong_aos_to_soa(v, g, h):            # the Hessian's rows in reverse order
+    h = h[..., ::-1, :]
+    return np.stack([v, g[:, 0], g[:, 1], g[:, 2],
+                     h[:, 0, 0], h[:, 0, 1], h[:, 0, 2], h[:, 1, 1], h[:, 1, 2], h[:, 2, 2]])
+
+
+@njit(fastmath=True)
+def _my_vgh_soa(coefs, idx, pref, out):
+    N = coefs.shape[3]
+    for s in range(10):
+        for n in range(N):
+            out[s, n] = 0.0
+    k0, k1, k2, k3 = idx[2, 0], idx[2, 1], idx[2, 2], idx[2, 3]
+    c0, c1, c2, c3 = pref[2, 0, 0], pref[2, 0, 1], pref[2, 0, 2], pref[2, 0, 3]
+    d0, d1, d2, d3 = pref[2, 1, 0], pref[2, 1, 1], pref[2, 1, 2], pref[2, 1, 3]
+    e0, e1, e2, e3 = pref[2, 2, 0], pref[2, 2, 1], pref[2, 2, 2], pref[2, 2, 3]
+    for i in range(4):
+        ix = idx[0, i]
+        a, da, d2a = pref[0, 0, i], pref[0, 1, i], pref[0, 2, i]
+        for j in range(4):
+            iy = idx[1, j]
+            b, db, d2b = pref[1, 0, j], pref[1, 1, j], pref[1, 2, j]
+            ab, dab, adb = a * b, da * b, a * db
+            d2ab, dadb, ad2b = d2a * b, da * db, a * d2b
+            for n in range(N):
+                p0 = coefs[ix, iy, k0, n]
+                p1 = coefs[ix, iy, k1, n]
+                p2 = coefs[ix, iy, k2, n]
+                p3 = coefs[ix, iy, k3, n]
+                vz = c0 * p0 + c1 * p1 + c2 * p2 + c3 * p3
+                dz = d0 * p0 + d1 * p1 + d2 * p2 + d3 * p3
+                d2z = e0 * p0 + e1 * p1 + e2 * p2 + e3 * p3
+                out[0, n] += ab * vz
+                out[1, n] += dab * vz
+                out[2, n] += adb * vz
+                out[3, n] += ab * dz
+                out[4, n] += d2ab * vz
+                out[5, n] += dadb * vz
+                out[6, n] += dab * dz
+                out[7, n] += ad2b * vz
+                out[8, n] += adb * dz
+                out[9, n] += ab * d2z
+
+
+@njit(fastmath=True)
 def _wrong_soa(coefs, idx, pref, out):
-    bs.vgh_soa(coefs, idx, pref, out)
-    for n in range(coefs.shape[3]):
-        out[5, n] = out[6, n]          # hxy replaced by hxz
+    N = coefs.shape[3]
+    for s in range(10):
+        for n in range(N):
+            out[s, n] = 0.0
+    k0, k1, k2, k3 = idx[2, 0], idx[2, 1], idx[2, 2], idx[2, 3]
+    c0, c1, c2, c3 = pref[2, 0, 0], pref[2, 0, 1], pref[2, 0, 2], pref[2, 0, 3]
+    d0, d1, d2, d3 = pref[2, 1, 0], pref[2, 1, 1], pref[2, 1, 2], pref[2, 1, 3]
+    e0, e1, e2, e3 = pref[2, 2, 0], pref[2, 2, 1], pref[2, 2, 2], pref[2, 2, 3]
+    for i in range(4):
+        ix = idx[0, i]
+        a, da, d2a = pref[0, 0, i], pref[0, 1, i], pref[0, 2, i]
+        for j in range(4):
+            iy = idx[1, j]
+            b, db, d2b = pref[1, 0, j], pref[1, 1, j], pref[1, 2, j]
+            ab, dab, adb = a * b, da * b, a * db
+            d2ab, dadb, ad2b = d2a * b, da * db, a * d2b
+            for n in range(N):
+                p0 = coefs[ix, iy, k0, n]
+                p1 = coefs[ix, iy, k1, n]
+                p2 = coefs[ix, iy, k2, n]
+                p3 = coefs[ix, iy, k3, n]
+                vz = c0 * p0 + c1 * p1 + c2 * p2 + c3 * p3
+                dz = d0 * p0 + d1 * p1 + d2 * p2 + d3 * p3
+                d2z = e0 * p0 + e1 * p1 + e2 * p2 + e3 * p3
+                out[0, n] += ab * vz
+                out[1, n] += dab * vz
+                out[2, n] += adb * vz
+                out[3, n] += ab * dz
+                out[4, n] += d2ab * vz
+                out[5, n] += dab * dz          # hxy replaced by hxz
+                out[6, n] += dab * dz
+                out[7, n] += ad2b * vz
+                out[8, n] += adb * dz
+                out[9, n] += ab * d2z
 
 
 @njit
@@ -275,9 +349,32 @@ def _stub_soa(coefs, idx, pref, out):
     raise NotImplementedError("write the SoA inner loop")
 
 
+def _tile_128(inputs):
+    return 128
+
+
+def _tile_0(inputs):
+    return 0
+
+
+def _tile_str(inputs):
+    return "64"
+
+
+def _tile_1(inputs):                        # one spline per tile: many times slower
+    return 1
+
+
+def test_check_aos_to_soa():
+    assert check.aos_to_soa(_my_aos_to_soa).passed
+    r = check.aos_to_soa(_wrong_aos_to_soa)
+    assert r.verdict == "wrong" and "rows must be" in r.message
+    assert check.aos_to_soa(_stub).verdict == "not implemented"
+
+
 def test_check_soa_inner_loop(monkeypatch):
     monkeypatch.setenv("LABKIT_SPEED", "report")
-    r = check.soa_inner_loop(bs.vgh_soa)
+    r = check.soa_inner_loop(_my_vgh_soa)
     assert r.passed, str(r)
     r = check.soa_inner_loop(_wrong_soa)
     assert r.verdict == "wrong" and "out[5," in r.message
@@ -287,12 +384,12 @@ def test_check_soa_inner_loop(monkeypatch):
 
 def test_check_tile_size(monkeypatch):
     monkeypatch.setenv("LABKIT_SPEED", "report")
-    assert check.tile_size(lambda x: 128).passed
-    assert check.tile_size(lambda x: 0).verdict == "wrong"
-    assert check.tile_size(lambda x: "64").verdict == "wrong"
+    assert check.tile_size(_tile_128).passed
+    assert check.tile_size(_tile_0).verdict == "wrong"
+    assert check.tile_size(_tile_str).verdict == "wrong"
     assert check.tile_size(_stub).verdict == "not implemented"
     monkeypatch.setenv("LABKIT_SPEED", "enforce")
-    r = check.tile_size(lambda x: 1)            # one spline per tile: many times slower
+    r = check.tile_size(_tile_1)
     assert r.verdict == "not fast enough", str(r)
 
 
