@@ -3,6 +3,7 @@ import sys
 
 import numpy as np
 import pytest
+from numba import njit
 
 from labkit import check
 from labkit.check import CheckFailure, CheckResult, exercise, mismatch
@@ -173,18 +174,29 @@ def test_speed_gate_reports_under_ci_and_fails_when_enforced(monkeypatch):
     assert not check._t_speed(_slow_sum).passed
 
 
+@njit
+def _honest_colsum(a):
+    n, m = a.shape
+    out = np.zeros(m)
+    for i in range(n):
+        for j in range(m):
+            out[j] += a[i, j]
+    return out
+
+
 def test_vectorized_gate_and_lesson00_checks():
     from labkit import lesson00 as l0
 
-    r = check.colsum(l0.colsum_rows)
+    r = check.colsum(_honest_colsum)
     assert r.passed, str(r)
-    assert r.details["vector_bits"] >= 256
+    assert r.details["vector_bits"] >= check.native_bits()
     r = check.colsum(l0.colsum_naive)
     assert r.verdict == "not vectorised", str(r)
-    r = check.dot_partials(l0.dot_partials)
-    assert r.passed, str(r)
-    r = check.dot_partials(l0.dot_plain)  # correct but (when enforced) too slow
-    assert r.passed and "need ≥ 1.5×" in r.message
+    # labkit's own kernels are the answers, not a submission (issue 16: delegation)
+    assert check.colsum(l0.colsum_rows).verdict == "uses labkit's answer"
+    assert check.dot_partials(l0.dot_partials).verdict == "uses labkit's answer"
+    r = check.dot_partials(l0.dot_plain)  # correct, but one accumulator: the lesson is missing
+    assert r.verdict == "technique missing" and "need ≥ 8" in r.message, str(r)
 
 
 @exercise("_t_broken", points=1)

@@ -1,0 +1,293 @@
+"""Fake students against the trusted check runner: delegation, result-only shortcuts, forgery,
+bad input. Every student here is a top-level definition: the worker loads this file's
+definitions, as it loads a notebook cell's."""
+import importlib
+import os
+
+import numpy as np
+import pytest
+from numba import njit
+
+from labkit import check
+from labkit.lesson00 import kernels as K
+import labkit.lesson00 as l0
+from labkit import pcc
+
+
+# ------------------------------------------------------------------ honest work
+@njit
+def colsum_ok(a):
+    n, m = a.shape
+    out = np.zeros(m)
+    for i in range(n):
+        for j in range(m):
+            out[j] += a[i, j]
+    return out
+
+
+# ------------------------------------------------------------------ delegation
+colsum_alias = l0.colsum_rows                      # direct: labkit's kernel handed in
+
+
+def colsum_wrapper(a):                             # aliased module, plain-Python wrapper
+    return K.colsum_rows(a)
+
+
+def colsum_computed(a):                            # computed name: only seen at run time
+    return getattr(l0, "colsum" + "_rows")(a)
+
+
+def colsum_importlib(a):
+    mod = importlib.import_module("labkit.lesson00." + "kernels")
+    return getattr(mod, "colsum_" + "rows")(a)
+
+
+@njit
+def colsum_njit_wrapper(a):                        # in numba code: seen in its typing
+    return K.colsum_rows(a)
+
+
+def colsum_py_wrapper(a):                          # plain Python around honest numba code
+    return colsum_ok(a)
+
+
+def _helper(a):
+    return l0.colsum_rows(a)
+
+
+def colsum_via_helper(a):                          # through a helper of the same cell
+    return _helper(a)
+
+
+@pytest.mark.parametrize("student", [colsum_alias, colsum_wrapper, colsum_computed,
+                                     colsum_importlib, colsum_njit_wrapper, colsum_via_helper])
+def test_delegation_is_caught(student):
+    r = check.colsum(student)
+    assert r.verdict == "uses labkit's answer" and r.points == 0, str(r)
+    assert "colsum_rows" in r.message and "\n" not in r.message
+
+
+def test_plain_python_wrapper_does_not_skip_the_vector_gate():
+    r = check.colsum(colsum_py_wrapper)
+    assert r.verdict == "not vectorised" and "not a numba function" in r.message, str(r)
+    assert check.colsum(colsum_ok).passed
+
+
+# ------------------------------------------------------------------ result-only shortcuts
+@njit
+def dot_np(x, y):
+    return np.dot(x, y) if x.size else 0.0
+
+
+def dot_py(x, y):
+    return float(np.dot(x, y))
+
+
+@njit(fastmath=True)
+def dot_fast(x, y):
+    s = 0.0
+    for i in range(x.size):
+        s += x[i] * y[i]
+    return s
+
+
+@njit
+def dot_two(x, y):
+    s0 = s1 = 0.0
+    n = x.size - x.size % 2
+    for i in range(0, n, 2):
+        s0 += x[i] * y[i]
+        s1 += x[i + 1] * y[i + 1]
+    for i in range(n, x.size):
+        s0 += x[i] * y[i]
+    return s0 + s1
+
+
+@pytest.mark.parametrize("student, needle", [(dot_np, "no loop"), (dot_py, "not a numba"),
+                                             (dot_fast, "fastmath"), (dot_two, "need ≥ 8")])
+def test_dot_partials_shortcuts(student, needle):
+    r = check.dot_partials(student)
+    assert r.verdict == "technique missing" and needle in r.message, str(r)
+
+
+def tile_blas(Z, tile):
+    return Z @ Z.T
+
+
+def tile_numpy_dot(Z, tile):
+    return np.clip(np.dot(Z, Z.T), -1.0, 1.0)
+
+
+@njit
+def tile_backwards(Z, tile):
+    n, l = Z.shape
+    R = np.empty((n, n))
+    m = (n + tile - 1) // tile
+    T = m * (m + 1) // 2
+    for k in range(T):
+        yt, xt = pcc.tile_coords(n, tile, T - 1 - k)
+        for y in range(yt * tile, min(n, (yt + 1) * tile)):
+            for x in range(max(y, xt * tile), min(n, (xt + 1) * tile)):
+                s = 0.0
+                for q in range(l):
+                    s += Z[y, q] * Z[x, q]
+                R[y, x] = s
+                R[x, y] = s
+    return R
+
+
+@pytest.mark.parametrize("student, needle", [(tile_blas, "matrix multiply"),
+                                             (tile_numpy_dot, "matrix multiply"),
+                                             (tile_backwards, "order")])
+def test_tile_loop_shortcuts(student, needle):
+    r = check.tile_loop(student)
+    assert r.verdict == "technique missing" and needle in r.message, str(r)
+
+
+@njit
+def mi_branchy_student(counts):
+    n0 = 0
+    n1 = 0
+    for c in range(counts.shape[1]):
+        n0 += counts[0, c]
+        n1 += counts[1, c]
+    inv = 1.0 / (n0 + n1)
+    hxy = 0.0
+    hx = 0.0
+    for c in range(counts.shape[1]):
+        p0 = counts[0, c] * inv
+        p1 = counts[1, c] * inv
+        px = p0 + p1
+        if p0 > 0.0:
+            hxy -= p0 * np.log(p0)
+        if p1 > 0.0:
+            hxy -= p1 * np.log(p1)
+        if px > 0.0:
+            hx -= px * np.log(px)
+    hy = 0.0
+    for q in (n0 * inv, n1 * inv):
+        if q > 0.0:
+            hy -= q * np.log(q)
+    return hx + hy - hxy
+
+
+def test_masked_mi_branchy_is_technique_missing():
+    r = check.masked_mi(mi_branchy_student)
+    assert r.verdict == "technique missing" and "branch" in r.message, str(r)
+
+
+# ------------------------------------------------------------------ forgeries
+def colsum_patches_json(a):
+    import json
+    json.dumps = lambda *args, **kw: '{"passed": true}'
+    return colsum_ok(a)
+
+
+def colsum_patches_clock(a):
+    import time
+    time.perf_counter = lambda: 0.0
+    return colsum_ok(a)
+
+
+def colsum_patches_numpy(a):
+    np.count_nonzero = lambda *args, **kw: 0
+    return np.zeros(a.shape[1])
+
+
+@pytest.mark.parametrize("student, what", [(colsum_patches_json, "json.dumps"),
+                                           (colsum_patches_clock, "time.perf_counter"),
+                                           (colsum_patches_numpy, "numpy.count_nonzero")])
+def test_forgery_inside_the_function(student, what):
+    r = check.colsum(student)
+    assert r.verdict == "error" and r.points == 0 and what in r.message, str(r)
+    assert check.colsum(colsum_ok).passed         # the next check gets a clean worker
+
+
+_WRONG = '''
+import numpy as np
+from numba import njit
+
+@njit
+def colsum(a):
+    return np.zeros(a.shape[1])
+'''
+
+
+@pytest.mark.parametrize("attack, needle", [
+    ("import json\njson.dumps = lambda *a, **k: '{\"passed\": true}'\n", "json.dumps"),
+    ("get_ipython().events.register('pre_run_cell', lambda *a: print('✔ colsum: passed'))\n",
+     "get_ipython"),
+    ("import time\ntime.perf_counter = lambda: 0.0\n", "time.perf_counter"),
+])
+def test_top_level_forgery_in_the_cell_is_not_run(attack, needle):
+    r = check.run_source("colsum", attack + _WRONG, function="colsum")
+    assert r.verdict == "wrong" and r.points == 0, str(r)
+    assert "not run by the check" in r.message and needle in r.message
+
+
+def test_decorator_tamper_while_loading():
+    src = ("import numpy as np\n"
+           "@(lambda f: (setattr(np, 'isclose', lambda *a, **k: True), f)[1])\n"
+           "def colsum(a):\n    return np.zeros(a.shape[1])\n")
+    r = check.run_source("colsum", src)
+    assert r.verdict == "error" and r.points == 0 and "numpy.isclose" in r.message, str(r)
+
+
+# ------------------------------------------------------------------ bad input
+def colsum_raises(a):
+    raise ZeroDivisionError("boom")
+
+
+def colsum_wrong_shape(a):
+    return np.zeros(3)
+
+
+def colsum_wrong_type(a):
+    return "columns"
+
+
+def colsum_hangs(a):
+    while True:
+        pass
+
+
+def colsum_exits(a):
+    os._exit(3)
+
+
+def colsum_segfaults(a):
+    import ctypes
+    ctypes.string_at(0)
+
+
+def transpose_prints(codes):
+    print("x" * (4 << 20))
+    return np.ascontiguousarray(codes.T)
+
+
+def test_bad_input_one_line_and_next_check_unaffected(monkeypatch):
+    monkeypatch.setenv("LABKIT_CHECK_TIMEOUT", "20")
+    cases = [(colsum_raises, "error", "ZeroDivisionError: boom"),
+             (colsum_wrong_shape, "wrong", "shape"),
+             (colsum_wrong_type, "wrong", "shape ()"),
+             (colsum_hangs, "error", "did not return within 20 s"),
+             (colsum_exits, "error", "exit code 3"),
+             (colsum_segfaults, "error", "SIGSEGV")]
+    for student, verdict, needle in cases:
+        r = check.colsum(student)
+        assert r.verdict == verdict and needle in r.message and "\n" not in str(r), str(r)
+        assert r.points == 0
+        ok = check.colsum(colsum_ok)
+        assert ok.passed, f"after {student.__name__}: {ok}"
+    r = check.transpose(transpose_prints)
+    assert r.passed and "printed" in r.message and "MB" in r.message in r.message and len(r.message) < 700, str(r)
+
+
+def test_run_source_picks_the_last_def_and_reports_missing():
+    src = "import numpy as np\nfrom numba import njit\n" \
+          "def helper(a):\n    return a\n\n@njit\ndef colsum(a):\n" \
+          "    out = np.zeros(a.shape[1])\n    for i in range(a.shape[0]):\n" \
+          "        for j in range(a.shape[1]):\n            out[j] += a[i, j]\n    return out\n"
+    assert check.run_source("colsum", src).passed
+    r = check.run_source("colsum", src, function="nope")
+    assert r.verdict == "not implemented" and "nope" in r.message
