@@ -25,13 +25,15 @@ from labkit._common import raise_mismatch
 from labkit._sizes import resolve_size
 
 from .kernels import (add_arrays, add_arrays_repeat, colsum_naive, colsum_rows, dot_fastmath,
-                      dot_partials, dot_plain, prefix_sum, sum_fastmath, sum_plain)
+                      dot_partials, dot_plain, prefix_sum, softsign_checked, softsign_numpy_errors,
+                      sum_fastmath, sum_plain)
 
 __all__ = [
     "SIZES", "Inputs", "make_inputs", "reference", "validate", "colsum",
     "add_arrays", "sum_plain", "sum_fastmath", "prefix_sum",
     "colsum_naive", "colsum_rows", "dot_plain", "dot_partials", "colsum_reference",
-    "add_arrays_repeat", "dot_fastmath", "stream_add", "run_benchmark", "TARGETS",
+    "add_arrays_repeat", "dot_fastmath", "softsign_checked", "softsign_numpy_errors",
+    "softsign_reference", "stream_add", "run_benchmark", "TARGETS",
 ]
 
 SIZES = {
@@ -67,6 +69,12 @@ def colsum_reference(a: np.ndarray) -> np.ndarray:
     for i in range(a.shape[0]):
         out += a[i]
     return out
+
+
+def softsign_reference(x: np.ndarray) -> np.ndarray:
+    """x / (1 + |x|) by numpy."""
+    x = np.asarray(x, dtype=np.float64)
+    return x / (1.0 + np.abs(x))
 
 
 def reference(inputs: Inputs) -> np.ndarray:

@@ -1,11 +1,14 @@
-"""Lesson 00's exercise checks: ``colsum`` (loop order) and ``dot_partials`` (latency chains)."""
+"""Lesson 00's exercise checks and their hints: ``colsum`` (loop order), ``softsign`` (a loop
+LLVM refuses, for the reason its remark gives), ``latency`` (a prediction from the core's facts)
+and ``dot_partials`` (breaking the latency chain)."""
 from __future__ import annotations
 
 import numpy as np
 
 from labkit.check import (CheckFailure, accumulators_gate, exercise, mismatch, no_fastmath_gate,
                           require_njit, rng, speed_gate, vectorized_gate)
-from labkit.lesson00 import colsum_reference
+from labkit import hints
+from labkit.lesson00 import colsum_reference, softsign_reference
 from labkit.lesson00.kernels import colsum_naive, dot_plain
 
 
@@ -55,3 +58,106 @@ def check_dot_partials(student):
                       hint="keep s0 … s7 as separate variables updated in one loop")
     speed_gate(student, dot_plain, (x, y), need=1.5, vs="dot_plain")
     return f"correct for lengths {', '.join(map(str, lengths))}"
+
+
+@exercise("softsign", points=2, answers=("labkit.lesson00.kernels:softsign_numpy_errors",))
+def check_softsign(student):
+    """x / (1 + |x|) to rounding for any length, in out (returned), and the loop vectorised at the
+    host's native width: what LLVM refused in ``softsign_checked`` it now accepts."""
+    g = rng()
+    lengths = [0, 1, 7, int(g.integers(100, 2000))]
+    for n in lengths:
+        x = g.standard_normal(n) * 10.0
+        out = np.full(n, np.nan)
+        got = student(x, out)
+        msg = mismatch(got, softsign_reference(x), name="out", rtol=1e-12, atol=1e-300)
+        assert msg is None, f"{msg} (length {n})"
+        if n and not np.array_equal(out, np.asarray(got)):
+            raise CheckFailure("wrong", "softsign must fill out and return it; out holds "
+                                        "other values than the returned array")
+    x = g.standard_normal(4096)
+    vectorized_gate(student, (x, np.empty_like(x)))
+    return f"x / (1 + |x|) exact to rounding for lengths {', '.join(map(str, lengths))}"
+
+
+#: a prediction within this fraction of the measured cycles per element passes
+LATENCY_TOLERANCE = 0.25
+
+
+def measured_cycles_per_element(n: int = 1 << 14) -> tuple[float, float, float]:
+    """(cycles per element, ns per element, clock Hz) of ``dot_plain`` on this core, both timed
+    in CPU time (best of repeats) so that other jobs on the machine do not count."""
+    from labkit import bench
+    from labkit.hardware.clock import measure_clock
+
+    g = np.random.default_rng(12345)
+    x, y = g.random(n), g.random(n)
+    hz = measure_clock()
+    res = bench.compare({"dot_plain": dot_plain}, (x, y), clock="cpu", stat="best", repeat=5,
+                        min_time=0.05, work=n, unit="elements")
+    ns = res.time("dot_plain") / n * 1e9
+    return ns * 1e-9 * hz, ns, hz
+
+
+@exercise("latency", points=1)
+def check_latency(student):
+    """The predicted cycles per element of ``dot_plain`` within 25 % of the measured value
+    (clock and time per element both measured here, in CPU time)."""
+    pred = student()
+    if isinstance(pred, (bool, np.bool_)) or not isinstance(pred, (int, float, np.integer,
+                                                                  np.floating)):
+        raise CheckFailure("wrong", f"returned {type(pred).__name__}, expected a number "
+                                    "(clock cycles per element)")
+    pred = float(pred)
+    if not np.isfinite(pred) or pred <= 0:
+        raise CheckFailure("wrong", f"predicted {pred!r} cycles per element; a time per "
+                                    "element is a positive number")
+    cycles, ns, hz = measured_cycles_per_element()
+    off = abs(pred - cycles) / cycles
+    facts = f"measured {cycles:.1f} cycles per element ({ns:.2f} ns at {hz / 1e9:.2f} GHz)"
+    if off > LATENCY_TOLERANCE:
+        raise CheckFailure("wrong", f"predicted {pred:.3g} cycles per element, {facts}: off by "
+                                    f"{off:.0%} (within {LATENCY_TOLERANCE:.0%} passes)")
+    return f"predicted {pred:.3g} cycles per element, {facts}"
+
+
+hints.define(
+    "colsum",
+    "the vectoriser wants an inner loop whose iterations are independent and touch "
+    "neighbouring memory; which of the two loops has that, for a C-ordered matrix?",
+    "make the loop over rows (i) the outer one and the loop over columns (j) the inner one: "
+    "a[i, 0], a[i, 1], … are neighbours, and out[0], out[1], … are separate sums, so the inner "
+    "loop has no chain and no stride.",
+    "for i in range(n): for j in range(m): out[j] += a[i, j]  — each column is still summed "
+    "top to bottom, so the result is bit-for-bit the same.")
+hints.define(
+    "softsign",
+    "the remark says the loop can stop early; which part of out[i] = x[i] / (1 + |x[i]|) can "
+    "stop a numba loop, although it never does here?",
+    "numba keeps Python's semantics: every float division checks for a zero divisor and may "
+    "raise ZeroDivisionError, which leaves the loop. LLVM cannot prove that 1 + |x| is never "
+    "zero. Either tell numba not to raise (the remark's fix), or make the raise unreachable in a "
+    "way LLVM can see.",
+    "@njit(error_model='numpy') on the function, or in the loop: d = 1.0 + abs(x[i]); "
+    "out[i] = x[i] / d if d != 0.0 else 0.0 (a select LLVM can vectorise).")
+hints.define(
+    "latency",
+    "one element = one multiply (independent of the others) and one add into the single "
+    "accumulator; which of the two can only start when the previous element's one has finished?",
+    "the additions form one dependency chain, so each element costs one add *latency* (not its "
+    "throughput). Find your core's name in hardware.info().numba_cpu and look up the latency of "
+    "a double-precision add (addsd / fadd d) for it.",
+    "latency tables (uops.info, Agner Fog; the vendors' optimisation manuals): Skylake … Ice "
+    "Lake / Tiger Lake 4 cycles; Golden Cove and later Intel cores (Alder Lake, Sapphire / "
+    "Emerald Rapids) 2 (their fast adders); AMD Zen 1–4 3, Zen 5 2; Apple M1–M4 3; Neoverse "
+    "N1/V1/V2 2. Return that number.")
+hints.define(
+    "dot_partials",
+    "each accumulator is its own dependency chain; how do you split one sum into eight sums "
+    "that never wait for each other, and what about the n % 8 elements left over?",
+    "step i by 8 over the first n - n % 8 elements and update eight separate accumulators "
+    "s0 … s7 from x[i] … x[i + 7]; then sum the remaining elements in a second, scalar loop "
+    "and return the total of all nine.",
+    "nb = n - n % 8; s0 = … = s7 = 0.0; for i in range(0, nb, 8): s0 += x[i]*y[i]; … "
+    "s7 += x[i+7]*y[i+7]; then tail over range(nb, n); return ((s0+s1)+(s2+s3))+((s4+s5)+"
+    "(s6+s7))+tail")

@@ -5,7 +5,8 @@ import numpy as np
 from numba import njit
 
 __all__ = ["add_arrays", "sum_plain", "sum_fastmath", "prefix_sum", "colsum_naive", "colsum_rows",
-           "dot_plain", "dot_partials", "add_arrays_repeat", "dot_fastmath"]
+           "dot_plain", "dot_partials", "add_arrays_repeat", "dot_fastmath", "softsign_checked",
+           "softsign_numpy_errors"]
 
 
 @njit(cache=True)
@@ -114,3 +115,22 @@ def dot_fastmath(x, y):
     for i in range(x.size):
         s += x[i] * y[i]
     return s
+
+
+@njit(cache=True)
+def softsign_checked(x, out):
+    """out[i] = x[i] / (1 + |x[i]|) under numba's default (Python) error model: every division
+    checks for a zero divisor and may raise ZeroDivisionError — an exit from the loop, which LLVM
+    refuses to vectorise ("early exit loop"), although 1 + |x| is never zero."""
+    for i in range(x.size):
+        out[i] = x[i] / (1.0 + abs(x[i]))
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def softsign_numpy_errors(x, out):
+    """The same loop with numpy's error model (x/0 gives inf or nan, no exception): no exit, so
+    the loop vectorises."""
+    for i in range(x.size):
+        out[i] = x[i] / (1.0 + abs(x[i]))
+    return out
