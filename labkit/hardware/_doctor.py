@@ -6,7 +6,7 @@ import sys
 from typing import Sequence
 
 from . import roof
-from .probe import FEATURES, _describe, info
+from .probe import _describe, info
 
 
 def _smoke_kernel():
@@ -61,10 +61,13 @@ def doctor(argv: Sequence[str] | None = None) -> int:
 
     hw = info()
     print("\n".join(_describe(hw)))
-    missing = [f for f in FEATURES if not hw.features.get(f)]
-    if missing and hw.machine in ("x86_64", "AMD64"):
+    missing = [f for f in hw.feature_names if not hw.features.get(f)]
+    if missing and hw.arch == "x86_64":
         print("  (missing features: the labs still run with narrower vectors; use "
               "labkit.inspect.compile_for(fn, 'znver4') to see the wider code)")
+    elif hw.arch == "aarch64":
+        print("  (numba compiles NEON here: checks expect 128-bit vectors; see other ISAs with "
+              "labkit.inspect.compile_for(fn, 'neoverse-v1') for SVE or 'znver4' for AVX-512)")
     if ns.measure:
         bw, peak = roof.measure_bandwidth(), roof.measure_fma_rate()
         print(f"one core  {bw:.1f} GB/s memory bandwidth (triad, 96 MiB arrays), {peak:.1f} GFLOP/s "

@@ -12,31 +12,15 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# ISA features that matter for the labs, in the spelling of /proc/cpuinfo.
-FEATURES = ("sse4_2", "popcnt", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl",
-            "avx512_vpopcntdq")
+from . import isa, sources
+from .isa import X86_LLVM_NAMES as _LLVM_NAMES
 
-# One line per feature: what it means for the labs.
-MEANING = {
-    "sse4_2": "128-bit SSE4.2 (xmm): the x86-64 baseline; lab 01 lanes ×8 int16 without AVX",
-    "popcnt": "scalar popcnt: lab 04 counts bits one 64-bit word per instruction",
-    "avx": "256-bit float vectors (ymm): lab 02/03 evaluate 4 doubles per instruction",
-    "avx2": "256-bit integer vectors: lab 01 lanes ×16 int16",
-    "fma": "fused multiply-add: lab 02/03 do a*b+c in one instruction (with fastmath=True)",
-    "avx512f": "512-bit registers (zmm): lab 02/03 run 8 doubles per instruction",
-    "avx512bw": "512-bit byte/word ops: lab 01 lanes ×32 int16",
-    "avx512vl": "AVX-512 masking/ops on xmm/ymm too: LLVM may prefer 256-bit AVX-512 code",
-    "avx512_vpopcntdq": "lab 04: popcount runs as vpopcntq on 512-bit registers",
-}
-
-# /proc/cpuinfo spelling -> LLVM (llvmlite host features) spelling
-_LLVM_NAMES = {
-    "sse4_2": "sse4.2", "sse4_1": "sse4.1", "avx512_vpopcntdq": "avx512vpopcntdq",
-    "avx512_bitalg": "avx512bitalg", "avx512_vbmi2": "avx512vbmi2", "avx512_vnni": "avx512vnni",
-    "avx512_bf16": "avx512bf16", "pclmulqdq": "pclmul", "lahf_lm": "sahf", "abm": "lzcnt",
-}
-_ALIASES = {"sse4.2": "sse4_2", "sse42": "sse4_2", "avx512vpopcntdq": "avx512_vpopcntdq",
-            "vpopcntdq": "avx512_vpopcntdq", "avx512": "avx512f", "avx-512": "avx512f"}
+ARCH = isa.arch_of()
+# ISA features that matter for the labs on this machine's architecture (x86-64: in the spelling of
+# /proc/cpuinfo; AArch64: LLVM's names), and one line per feature: what it means for the labs.
+# Both architectures' tables: isa.FEATURES_BY_ARCH / isa.MEANING_BY_ARCH.
+FEATURES = isa.features_of(ARCH) if ARCH in isa.FEATURES_BY_ARCH else isa.X86_FEATURES
+MEANING = isa.meaning_of(ARCH) if ARCH in isa.MEANING_BY_ARCH else isa.X86_MEANING
 
 
 @dataclass
@@ -59,6 +43,13 @@ class HardwareInfo:
     numba_cpu: str = ""
     numba_cpu_env: str | None = None
     numba_threads: int = 1
+    arch: str = ARCH
+    system: str = sys.platform
+    performance_cores: int | None = None
+    efficiency_cores: int | None = None
+    l2_shared_by: int | None = None
+    sve_bits: int | None = None
+    emulated_on: str | None = None
 
     # -- dict-like access
     def __getitem__(self, key: str) -> Any:
@@ -91,14 +82,23 @@ class HardwareInfo:
 
     def has(self, feature: str) -> bool:
         """True if the CPU has the ISA feature ('avx2', 'avx512_vpopcntdq', 'sse4.2', …)."""
-        name = _normalise(feature)
+        name = isa.canonical(_normalise(feature), self.arch)
         if name in self.features:
             return bool(self.features[name])
         if name in self.flags or _LLVM_NAMES.get(name, name) in self.flags:
             return True
         if self.flags and re.fullmatch(r"[a-z0-9_.]+", name):
             return False
-        raise ValueError(f"unknown ISA feature {feature!r}; known: {', '.join(FEATURES)}")
+        raise ValueError(f"unknown ISA feature {feature!r}; known: {', '.join(self.feature_names)}")
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The lab-relevant features of this machine's architecture, in table order."""
+        return isa.features_of(self.arch) or tuple(self.features)
+
+    def meaning(self, feature: str) -> str:
+        """What a feature means for the labs on this architecture ('' if the table has no line)."""
+        return isa.meaning_of(self.arch).get(feature, "")
 
     def summary(self) -> str:
         """One line: CPU, cores, caches, widest vectors, numba target."""
@@ -111,7 +111,7 @@ class HardwareInfo:
     def _repr_html_(self) -> str:
         """HTML table for Jupyter."""
         rows = [
-            ("CPU", self.cpu), ("cores", f"{self.logical_cores} logical, {self.physical_cores} physical"),
+            ("CPU", self.cpu + f" [{self.arch}]"), ("cores", _cores(self)),
             ("caches", _caches(self)),
             ("numba target", self.numba_cpu + (f" (NUMBA_CPU_NAME={self.numba_cpu_env})" if self.numba_cpu_env else "")),
             ("numba threads", str(self.numba_threads)),
@@ -122,7 +122,8 @@ class HardwareInfo:
         feats = "".join(
             f"<tr><td style='padding:1px 8px;color:{'#2e7d32' if self.features.get(f) else '#c62828'}'>"
             f"{'✔' if self.features.get(f) else '✘'} {html.escape(f)}</td>"
-            f"<td style='text-align:left;padding:1px 8px'>{html.escape(MEANING[f])}</td></tr>" for f in FEATURES)
+            f"<td style='text-align:left;padding:1px 8px'>{html.escape(self.meaning(f))}</td></tr>"
+            for f in self.feature_names)
         return (f"<table class='labkit-hardware' style='border-collapse:collapse'>{trs}</table>"
                 f"<table class='labkit-features' style='border-collapse:collapse;margin-top:4px'>{feats}</table>")
 
@@ -130,8 +131,7 @@ class HardwareInfo:
 def _normalise(feature: str) -> str:
     if not isinstance(feature, str) or not feature.strip():
         raise TypeError(f"feature must be a str like 'avx2', got {feature!r}")
-    name = feature.strip().lower().replace("-", "_") if feature.lower() != "avx-512" else "avx-512"
-    return _ALIASES.get(name, _ALIASES.get(feature.strip().lower(), name))
+    return feature.strip().lower()
 
 
 def _fmt_bytes(n: int | None) -> str:
@@ -144,46 +144,56 @@ def _fmt_bytes(n: int | None) -> str:
 
 
 def _caches(hw: HardwareInfo) -> str:
-    return f"L1d {_fmt_bytes(hw.l1d)}, L2 {_fmt_bytes(hw.l2)}, L3 {_fmt_bytes(hw.l3)}"
+    l3 = f"L3 {_fmt_bytes(hw.l3)}" if hw.l3 or hw.system != "darwin" else "no L3 reported"
+    return f"L1d {_fmt_bytes(hw.l1d)}, L2 {_fmt_bytes(hw.l2)}, {l3}"
+
+
+def _cores(hw: HardwareInfo) -> str:
+    text = f"{hw.logical_cores} logical, {hw.physical_cores} physical"
+    if hw.performance_cores or hw.efficiency_cores:
+        text += f" ({hw.performance_cores or 0} performance + {hw.efficiency_cores or 0} efficiency)"
+    return text
 
 
 def _widest(hw: HardwareInfo) -> str:
-    if hw.features.get("avx512f"):
-        extra = [n for n in ("bw", "vl") if hw.features.get(f"avx512{n}")]
-        if hw.features.get("avx512_vpopcntdq"):
-            extra.append("vpopcntdq")
-        return "AVX-512" + (f" ({'/'.join(extra)})" if extra else "")
-    if hw.features.get("avx2"):
-        return "AVX2" + ("+FMA" if hw.features.get("fma") else "")
-    if hw.features.get("avx"):
-        return "AVX"
-    if hw.features.get("sse4_2"):
-        return "SSE4.2"
-    return "no x86 SIMD detected" if hw.machine in ("x86_64", "AMD64", "i686") else hw.machine
+    return isa.widest(hw.arch, hw.features, hw.machine, hw.sve_bits)
 
 
 def _summary(hw: HardwareInfo) -> str:
     target = hw.numba_cpu + (f" via NUMBA_CPU_NAME={hw.numba_cpu_env}" if hw.numba_cpu_env else "")
-    return (f"{hw.cpu} · {hw.logical_cores} cores ({hw.physical_cores} physical) · {_caches(hw)} · "
+    perf = (f", {hw.performance_cores}P+{hw.efficiency_cores or 0}E" if hw.performance_cores else "")
+    return (f"{hw.cpu} · {hw.logical_cores} cores ({hw.physical_cores} physical{perf}) · {_caches(hw)} · "
             f"{_widest(hw)} · numba {hw.numba} → {target}, {hw.numba_threads} threads")
 
 
 def _describe(hw: HardwareInfo) -> list[str]:
+    shared = f"; L2 shared by {hw.l2_shared_by} cores" if hw.l2_shared_by and hw.l2_shared_by > 1 else ""
+    per = "the performance cores'" if hw.performance_cores else "per core for L1d/L2"
     lines = [
         f"Python    {hw.python} ({sys.executable})",
         f"numpy     {hw.numpy}",
         f"numba     {hw.numba}  (llvmlite {hw.llvmlite})",
-        f"CPU       {hw.cpu}  [{hw.machine}]",
-        f"cores     {hw.logical_cores} logical, {hw.physical_cores} physical; numba threads {hw.numba_threads}",
-        f"caches    {_caches(hw)}  (per core for L1d/L2)",
+        f"CPU       {hw.cpu}  [{hw.machine}, {hw.system}]",
+    ]
+    if hw.emulated_on:
+        lines.append(f"          emulated: /proc/cpuinfo describes the host, {hw.emulated_on}")
+    lines += [
+        f"cores     {_cores(hw)}; numba threads {hw.numba_threads}",
+        f"caches    {_caches(hw)}  ({per}{shared})",
+        f"vectors   {_widest(hw)}"
+        + (f"; SVE vector length {hw.sve_bits} bits" if hw.sve_bits else ""),
         f"numba target CPU: {hw.numba_cpu}"
         + (f"  (NUMBA_CPU_NAME={hw.numba_cpu_env} overrides the host)" if hw.numba_cpu_env else ""),
-        "ISA features:",
+        f"ISA features ({hw.arch}):",
     ]
-    w = max(len(f) for f in FEATURES)
-    for f in FEATURES:
+    names = hw.feature_names
+    w = max((len(f) for f in names), default=0)
+    for f in names:
         mark = "✔" if hw.features.get(f) else "✘"
-        lines.append(f"  {mark} {f.ljust(w)}  {MEANING[f]}")
+        lines.append(f"  {mark} {f.ljust(w)}  {hw.meaning(f)}")
+    if not names:
+        lines.append(f"  (labkit has no feature table for {hw.arch}; LLVM's features: "
+                     f"{', '.join(sorted(hw.flags)) or 'none'})")
     return lines
 
 
@@ -199,29 +209,8 @@ def _read(path: str) -> str | None:
 
 def _cpuinfo() -> tuple[str | None, set[str], int | None]:
     """(model name, flags, physical cores) from /proc/cpuinfo."""
-    text = _read("/proc/cpuinfo")
-    if not text:
-        return None, set(), None
-    name, flags, cores = None, set(), set()
-    phys = core = None
-    for line in text.splitlines():
-        if ":" not in line:
-            if phys is not None or core is not None:
-                cores.add((phys, core))
-            phys = core = None
-            continue
-        k, v = (s.strip() for s in line.split(":", 1))
-        if k in ("model name", "Model Name", "cpu model") and name is None and v:
-            name = v
-        elif k in ("flags", "Features") and not flags:
-            flags = set(v.split())
-        elif k == "physical id":
-            phys = v
-        elif k == "core id":
-            core = v
-    if phys is not None or core is not None:
-        cores.add((phys, core))
-    return name, flags, (len(cores) or None)
+    d = sources.parse_cpuinfo(_read("/proc/cpuinfo"))
+    return d["name"], d["flags"], d["physical"]
 
 
 def _size(text: str) -> int | None:
@@ -288,15 +277,13 @@ def _physical_from_sys(logical: int) -> int | None:
 
 
 def _llvm_flags() -> set[str]:
-    """Host features as LLVM reports them, translated to /proc/cpuinfo spelling."""
+    """Host features as LLVM reports them (LLVM's spelling: 'sse4.2', 'neon', 'dotprod' …)."""
     try:
         import llvmlite.binding as llvm
         feats = llvm.get_host_cpu_features()
     except Exception:
         return set()
-    on = {k for k, v in feats.items() if v}
-    back = {v: k for k, v in _LLVM_NAMES.items()}
-    return {back.get(k, k) for k in on}
+    return {k for k, v in feats.items() if v}
 
 
 def _cpu_name_fallback() -> str:
@@ -312,36 +299,85 @@ def _cpu_name_fallback() -> str:
 
 @functools.lru_cache(maxsize=1)
 def _probe() -> HardwareInfo:
+    import llvmlite.binding as llvm
+
+    machine, arch = platform.machine(), ARCH
+    darwin = sys.platform == "darwin"
+    try:
+        host = llvm.get_host_cpu_name()
+    except Exception:  # pragma: no cover
+        host = "unknown"
+    hwcap = sources.read_hwcap() if arch == "aarch64" and sys.platform.startswith("linux") else set()
+    hw = build(machine=machine, system=sys.platform,
+               cpuinfo=None if darwin else _read("/proc/cpuinfo"),
+               sysctl=sources.read_sysctl() if darwin else None,
+               hwcap=hwcap, llvm_features=_llvm_flags(), llvm_cpu=host)
+    if arch == "aarch64" and hw.features.get("sve") and not darwin:
+        hw.sve_bits = sources.read_sve_bits()
+    return hw
+
+
+def build(*, machine: str, system: str = "linux", cpuinfo: str | None = None,
+          sysctl: dict | None = None, hwcap: set[str] = frozenset(), llvm_features=(),
+          llvm_cpu: str = "unknown", logical: int | None = None) -> HardwareInfo:
+    """A :class:`HardwareInfo` from recorded sources — how :func:`info` describes this machine, and
+    how tests describe others: ``machine`` (``platform.machine()``), ``system`` (``sys.platform``),
+    ``cpuinfo`` (Linux ``/proc/cpuinfo`` text), ``sysctl`` (macOS ``sysctl hw machdep.cpu`` as a
+    dict, :func:`sources.parse_sysctl`), ``hwcap`` (Linux AArch64 aux-vector feature names),
+    ``llvm_features`` (LLVM's host feature names that are on), ``llvm_cpu`` (LLVM's host CPU name).
+    Caches and cores not in those sources come from this machine's /sys (Linux) or are None."""
     import llvmlite
     import numba
     import numpy
 
-    name, flags, phys = _cpuinfo()
-    if not flags:
-        flags = _llvm_flags()
-    logical = os.cpu_count() or 1
-    phys = phys or _physical_from_sys(logical) or logical
-    caches = _sys_caches()
-    if len(caches) < 3:
-        caches = {**_lscpu_caches(), **caches}
-    try:
-        import llvmlite.binding as llvm
-        host = llvm.get_host_cpu_name()
-    except Exception:  # pragma: no cover
-        host = "unknown"
+    arch = isa.arch_of(machine)
+    logical = logical or os.cpu_count() or 1
+    perf = eff = shared = None
+    emulated = None
+    caches: dict[str, int] = {}
+    if sysctl:
+        mac = sources.mac_info(sysctl)
+        name, flags, phys = mac["name"], set(mac["flags"]), mac["physical"]
+        logical = mac["logical"] or logical
+        perf, eff, shared = mac["performance"], mac["efficiency"], mac["l2_shared_by"]
+        caches = {k: mac[k] for k in ("l1d", "l2", "l3") if mac[k]}
+    else:
+        d = sources.parse_cpuinfo(cpuinfo)
+        name, flags, phys = d["name"], set(d["flags"]), d["physical"]
+        if arch == "aarch64" and d["kind"] == "x86":
+            # qemu user-mode emulation shows the host's /proc/cpuinfo: it says nothing about this CPU
+            emulated, name, flags, phys = d["name"] or "an x86 CPU", None, set(), None
+        if arch == "aarch64" and not name:
+            name = isa.arm_cpu_name(d["implementer"], d["part"])
+        flags |= set(hwcap)
+        if not system.startswith("darwin"):
+            caches = _sys_caches()
+            if len(caches) < 3:
+                caches = {**_lscpu_caches(), **caches}
+    if not flags or sysctl:
+        flags |= set(llvm_features)
+    canon = isa.canonical_set(flags, arch)
+    if arch == "aarch64":
+        canon.add("neon")  # ASIMD is mandatory for AArch64 Linux and macOS
+    if not name:
+        name = (f"{llvm_cpu} ({arch})" if llvm_cpu not in ("", "unknown", "generic")
+                else _cpu_name_fallback() if not emulated else f"generic {arch} CPU")
+    phys = phys or (None if sysctl else _physical_from_sys(logical)) or logical
     env_cpu = os.environ.get("NUMBA_CPU_NAME") or None
     try:
         threads = int(numba.config.NUMBA_NUM_THREADS)
     except Exception:  # pragma: no cover
         threads = 1
-    features = {f: (f in flags or _LLVM_NAMES.get(f, "\0") in flags) for f in FEATURES}
+    features = {f: f in canon for f in isa.features_of(arch)}
     return HardwareInfo(
-        cpu=name or _cpu_name_fallback(), machine=platform.machine(),
+        cpu=name, machine=machine,
         logical_cores=logical, physical_cores=min(phys, logical),
         l1d=caches.get("l1d"), l2=caches.get("l2"), l3=caches.get("l3"),
-        features=features, flags=frozenset(flags),
+        features=features, flags=frozenset(flags | canon),
         python=platform.python_version(), numpy=numpy.__version__, numba=numba.__version__,
-        llvmlite=llvmlite.__version__, numba_cpu=host, numba_cpu_env=env_cpu, numba_threads=threads,
+        llvmlite=llvmlite.__version__, numba_cpu=llvm_cpu, numba_cpu_env=env_cpu, numba_threads=threads,
+        arch=arch, system=system, performance_cores=perf, efficiency_cores=eff, l2_shared_by=shared,
+        emulated_on=emulated,
     )
 
 
@@ -364,8 +400,7 @@ def summary() -> str:
 
 # --------------------------------------------------------------------------- native vector width
 
-_X86 = ("x86_64", "amd64", "i686", "i386", "x86")
-_ARM = ("aarch64", "arm64", "armv8", "armv8l", "armv7l", "arm")
+_X86 = isa.X86
 
 
 def _numba_features() -> dict[str, bool] | None:
