@@ -239,3 +239,56 @@ def test_student_copy_checks_fail_with_hint(path, tmp_path):
             assert "not implemented" in text, text
             seen += 1
     assert seen >= 2
+
+
+TINY = """---
+jupytext:
+  formats: ipynb,md:myst
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# Tiny
+
+```{code-cell} ipython3
+import os
+print(os.environ.get("LABKIT_CHECK_STRICT"), os.environ.get("LABKIT_SPEED"), os.getcwd())
+```
+
+```{code-cell} ipython3
+:tags: [nbval-ignore-output]
+
+6 * 7
+```
+"""
+
+
+def test_execute_writes_outputs_and_stamp(tmp_path):
+    """labkit solutions' executor: outputs kept, strict checks, cwd = the source's folder,
+    stamp fresh; a failing cell writes nothing."""
+    from nbclient.exceptions import CellExecutionError
+
+    md = tmp_path / "99_tiny.md"
+    md.write_text(TINY, encoding="utf-8")
+    out = lknb.execute(md, timeout=120)
+    nb = nbformat.read(out, as_version=4)
+    first = nb.cells[1].outputs[0]["text"].split()
+    assert first[:2] == ["1", "report"] and Path(first[2]).resolve() == tmp_path.resolve()
+    assert nb.cells[2].outputs[0]["data"]["text/plain"] == "42"
+    assert nb.cells[2].metadata["tags"] == ["nbval-ignore-output"]
+    assert "execution" not in nb.cells[1].metadata
+    assert lknb.stale(out, md) == []
+    ids = [c.id for c in nb.cells]
+    assert ids == [c.id for c in lknb.read_source(md).cells], "same ids as the release reads"
+    md.write_text(TINY + "\n```{code-cell} ipython3\nraise ValueError('boom')\n```\n",
+                  encoding="utf-8")
+    before = out.read_bytes()
+    with pytest.raises(CellExecutionError, match="boom"):
+        lknb.execute(md, timeout=120)
+    assert out.read_bytes() == before, "a failed execution leaves the old copy alone"
+    assert "99_tiny.md changed" in lknb.stale(out, md)[0]
