@@ -29,3 +29,17 @@ def test_bad_arguments():
         clock.measure_clock(iterations=1.5)
     with pytest.raises(ValueError, match="repeat must be ≥ 1"):
         clock.measure_clock(repeat=0)
+
+
+def test_bench_cycles_per_item():
+    import numpy as np
+    from labkit import bench
+    x = np.ones(1000)
+    res = bench.compare({"sum": np.sum}, (x,), work=x.size, repeat=2, min_time=0.01)
+    assert res.cycles_per_item("sum", hz=1e9) == pytest.approx(1e9 / res.throughput("sum"))
+    assert res.cycles_per_item("sum") > 0
+    with pytest.raises(ValueError, match="positive clock"):
+        res.cycles_per_item("sum", hz=-1)
+    nowork = bench.compare({"sum": np.sum}, (x,), repeat=2, min_time=0.01)
+    with pytest.raises(ValueError, match="work="):
+        nowork.cycles_per_item("sum", hz=1e9)

@@ -78,6 +78,20 @@ class BenchResult:
         """Work items per second of `name` (None if compare() had no work=)."""
         return self._row(name)["throughput"]
 
+    def cycles_per_item(self, name: str, hz: float | None = None) -> float:
+        """Clock cycles per work item of `name`: seconds per item × the core clock (``hz``, or
+        measured now by ``labkit.hardware.clock.measure_clock``). Needs compare(work=...)."""
+        tp = self.throughput(name)
+        if not tp:
+            raise ValueError(f"{name!r} has no throughput: give compare() work= (items per call) "
+                             "to get cycles per item")
+        if hz is None:
+            from labkit.hardware.clock import measure_clock
+            hz = measure_clock()
+        if not (isinstance(hz, (int, float)) and hz > 0):
+            raise ValueError(f"hz must be a positive clock frequency in Hz, got {hz!r}")
+        return float(hz) / tp
+
     def ratio(self, name: str, baseline: str | None = None) -> float:
         """Speedup of `name` over `baseline` (default: the result's baseline): >1 means faster."""
         base = self.baseline if baseline is None else baseline
