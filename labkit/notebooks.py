@@ -28,7 +28,8 @@ import nbformat
 from labkit import registry
 
 __all__ = ["ROOT", "SOLUTIONS", "FIX", "read_source", "stable_ids", "source_digest",
-           "labkit_digest", "make_stamp", "stale", "resolve", "execute", "main"]
+           "labkit_digest", "make_stamp", "stale", "resolve", "execute", "untracked_package_files",
+           "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -165,6 +166,22 @@ def execute(source: str | Path, out: str | Path | None = None, *,
     return out
 
 
+def untracked_package_files(root: Path = ROOT) -> list[str]:
+    """Files under labkit/ that git does not track (they count in the stamp, but a clean clone
+    lacks them, so its stamps would be stale); [] outside a git checkout."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                              "--untracked-files=all", "--", "labkit"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if out.returncode != 0:
+        return []
+    return [line[3:] for line in out.stdout.splitlines() if line.startswith("?? ")]
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``labkit solutions [NAME ...] [--check]``."""
     p = argparse.ArgumentParser(
@@ -193,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if bad else 0
     from nbclient.exceptions import CellExecutionError
 
+    stray = untracked_package_files()
+    if stray:
+        print("labkit solutions: warning: untracked files under labkit/ count in the stamp; "
+              "commit or remove them, or a clean clone sees stale stamps: " + ", ".join(stray),
+              file=sys.stderr)
     for src in sources:
         t0 = time.monotonic()
         print(f"executing solutions/{src.name} …", flush=True)
