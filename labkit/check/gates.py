@@ -269,6 +269,7 @@ def not_blas_gate(fn: Callable, signature=None, *, hint: str = "") -> None:
 
 # ---------------------------------------------------------------- access order
 _ORDER: list = []
+_COPIES: dict = {}      # (id(py_func), target) -> (py_func, traced copy): compiled once per cell
 
 
 def _record_id(j) -> None:
@@ -301,17 +302,25 @@ def record_order(fn: Callable, args, target: str, *, arg: int, nargs: int) -> li
     f = unwrap(fn)
     mod, _, attr = target.partition(":")
     real = getattr(importlib.import_module(mod), attr)
-    traced = _traced_njit(real, arg, nargs) if is_dispatcher(f) else None
-    if traced is None:
+    py = getattr(f, "py_func", f)
+    key = (id(py), target, arg)
+    hit = _COPIES.get(key) if is_dispatcher(f) else None
+    if hit is not None and hit[0] is py:          # compiled with the tracer already
+        _ORDER.clear()
+        hit[1](*args)
+        return list(_ORDER)
+    if is_dispatcher(f):
+        traced = _traced_njit(real, arg, nargs)
+    else:
         def traced(*a, _real=real):  # noqa: E306 - a plain-Python helper
             _record_id(a[arg])
             return _real(*a)
-    py = getattr(f, "py_func", f)
     glb = getattr(py, "__globals__", {})
     swaps = []
+    top = mod.split(".")[0]
     for mname, m in list(sys.modules.items()):
-        if isinstance(m, types.ModuleType) and (mname == mod.split(".")[0] or mname.startswith(
-                mod.split(".")[0] + ".")) and not mname.startswith("labkit.check"):
+        if isinstance(m, types.ModuleType) and (mname == top or mname.startswith(top + ".")) \
+                and not mname.startswith("labkit.check"):
             for k, v in list(vars(m).items()):
                 if v is real:
                     swaps.append((vars(m), k, v))
@@ -325,7 +334,8 @@ def record_order(fn: Callable, args, target: str, *, arg: int, nargs: int) -> li
         if is_dispatcher(f):
             opts = {k: v for k, v in f.targetoptions.items() if k not in ("cache",)}
             copy = numba.njit(**opts)(py)
-            copy(*args)
+            copy(*args)                 # compiles now, binding the tracer
+            _COPIES[key] = (py, copy)
         else:
             f(*args)     # the raw function: the guard would see the swapped helper as tampering
     finally:

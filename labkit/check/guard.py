@@ -8,7 +8,8 @@
   module during each call, so ``getattr(A, "trans" + "pose_batch")`` and ``importlib`` are seen).
 * **Tampering**: the identities of the functions, classes and modules in numpy, json, time,
   math, marshal, builtins and ``labkit.*`` are snapshotted before student code runs and
-  verified after each call (and thread, trace and import-hook state). A change ends the check
+  verified after each call (the first 64, then every 16th, and at the check's end), with the
+  thread, trace and import-hook state. A change ends the check
   with ``error`` (0 points); the worker that saw it is then replaced.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import builtins
 import dis
 import importlib
+import operator
 import sys
 import threading
 import types
@@ -33,6 +35,12 @@ WATCHED = ("builtins", "json", "json.encoder", "json.decoder", "time", "math", "
            "numpy._core.fromnumeric", "numpy._core.multiarray", "numpy._core.numerictypes",
            "numpy._core._methods", "numpy.lib._function_base_impl", "zlib", "secrets",
            "functools", "operator", "linecache")
+
+
+#: Calls verified one by one; after that every EVERY-th call (and always at the check's end) —
+#: a check calling the student thousands of times (job_coords) would spend seconds verifying.
+FULL_CALLS = 64
+EVERY = 16
 
 
 class Tampered(Exception):
@@ -70,6 +78,8 @@ class Snapshot:
     def __init__(self):
         self.items: dict[str, dict[str, Any]] = {}
         self.modules: dict[str, types.ModuleType] = {}
+        self._fast: list[tuple[dict, tuple, tuple]] = []
+        self._nmods = -1
         self.extend()
         self.trace = (sys.gettrace(), sys.getprofile(), threading.gettrace()
                       if hasattr(threading, "gettrace") else None)
@@ -80,13 +90,31 @@ class Snapshot:
 
     def extend(self) -> None:
         """Add modules loaded since (called only at trusted points, between student calls)."""
+        if len(sys.modules) == self._nmods:
+            return
+        self._nmods = len(sys.modules)
         for name, mod in _watched_modules():
             if name in self.items:
                 continue
             self.modules[name] = mod
-            self.items[name] = {k: v for k, v in vars(mod).items() if _kept(v)}
+            items = self.items[name] = {k: v for k, v in vars(mod).items() if _kept(v)}
+            self._fast.append((vars(mod), tuple(items), tuple(items.values())))
+
+    def unchanged(self) -> bool:
+        """Fast path: every watched function/module still the same object (C-speed loop)."""
+        is_ = operator.is_
+        for d, keys, vals in self._fast:
+            if not all(map(is_, map(d.get, keys), vals)):
+                return False
+        mods = sys.modules
+        return (all(mods.get(n) is m for n, m in self.modules.items())
+                and (sys.gettrace(), sys.getprofile()) == self.trace[:2]
+                and len(sys.meta_path) == len(self.meta_path)
+                and threading.active_count() <= len(self.threads))
 
     def changes(self, ignore: dict | None = None) -> list[str]:
+        if not ignore and self.unchanged():
+            return []
         out = []
         mods = sys.modules
         for name, mod in self.modules.items():
@@ -155,6 +183,7 @@ class Guard:
         self._tracers: list[tuple[types.ModuleType, str, Any]] = []
         self._active = 0
         self._ignore: dict = {}
+        self._where = None
 
     # -- pass-through so `hasattr(student, "signatures")`, `.py_func` … keep working
     def __getattr__(self, item):
@@ -340,6 +369,14 @@ class Guard:
         by_id = {}
         for label, obj in self.answers:
             by_id[id(obj)] = (label, obj)
+        if self._where is not None and self._where[0] == len(sys.modules):
+            for mod, mname, k, tracer, v in self._where[1]:
+                if vars(mod).get(k) is v:
+                    self._tracers.append((mod, k, v))
+                    vars(mod)[k] = tracer
+                    self._ignore[(mname, k)] = tracer
+            return
+        where = []
         for mname, mod in list(sys.modules.items()):
             if not (mname == "labkit" or mname.startswith("labkit.")) or mname.endswith(".checks") \
                     or mname.startswith("labkit.check") or not isinstance(mod, types.ModuleType):
@@ -362,6 +399,8 @@ class Guard:
                 self._tracers.append((mod, k, v))
                 d[k] = tracer
                 self._ignore[(mname, k)] = tracer
+                where.append((mod, mname, k, tracer, v))
+        self._where = (len(sys.modules), where)
 
     def _remove_tracers(self) -> None:
         for mod, k, v in self._tracers:
@@ -397,7 +436,10 @@ class Guard:
         self.calls += 1
         with self.tracing():
             out = self.fn(*args, **kwargs)
-        self.verify()
+        if self.calls <= FULL_CALLS or self.calls % EVERY == 0:
+            self.verify()
+        elif self.delegated:
+            self.verify()
         return out
 
     def verify(self) -> None:

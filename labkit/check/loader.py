@@ -51,6 +51,13 @@ def _safe_value(node) -> bool:
     return False
 
 
+def _is_check_call(node) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "check":
+            return True
+    return False
+
+
 def definitions(source: str) -> tuple[str, list[str]]:
     """``(source of the kept statements, [descriptions of the dropped ones])``.
 
@@ -70,6 +77,8 @@ def definitions(source: str) -> tuple[str, list[str]]:
             ok = isinstance(node.target, ast.Name) and (node.value is None or _safe_value(node.value))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             ok = True    # a docstring / bare string
+        elif _is_check_call(node):
+            continue     # the check call itself (`check.x(fn)`, `print(check.x(fn))`): not news
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
         end = node.end_lineno
         if ok:
