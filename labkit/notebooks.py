@@ -37,6 +37,8 @@ PACKAGE = Path(__file__).resolve().parent
 CELL_TIMEOUT_S = 900          # one cell, on a loaded 2-core machine (compilation included)
 _SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints"}
 _SKIP_SUFFIXES = (".pyc", ".pyo", ".nbi", ".nbc")
+# grading switches, and MPLBACKEND (Agg would leave the executed copy without its figures)
+_NOT_HERE = ("LABKIT_GRADING", "LABKIT_RESULTS", "MPLBACKEND")
 FIX = "make solutions (or: .venv/bin/labkit solutions {stem})"
 
 
@@ -143,10 +145,11 @@ def execute(source: str | Path, out: str | Path | None = None, *,
     out = Path(out) if out is not None else source.with_suffix(".ipynb")
     stamp = make_stamp(source)              # what the kernel is about to run against
     nb = read_source(source)
-    saved = {k: os.environ.get(k) for k in ("LABKIT_CHECK_STRICT", "LABKIT_GRADING", "LABKIT_SPEED")}
+    saved = {k: os.environ.get(k) for k in ("LABKIT_CHECK_STRICT", "LABKIT_SPEED", *_NOT_HERE)}
     os.environ["LABKIT_CHECK_STRICT"] = "1"          # a failing check fails the build …
     os.environ.setdefault("LABKIT_SPEED", "report")  # … but speed gates report (as under nbval)
-    os.environ.pop("LABKIT_GRADING", None)
+    for k in _NOT_HERE:
+        os.environ.pop(k, None)
     try:
         NotebookClient(nb, timeout=timeout, kernel_name=kernel, allow_errors=False,
                        store_widget_state=True,

@@ -265,13 +265,21 @@ print(os.environ.get("LABKIT_CHECK_STRICT"), os.environ.get("LABKIT_SPEED"), os.
 
 6 * 7
 ```
+
+```{code-cell} ipython3
+import matplotlib.pyplot as plt
+plt.plot([1, 2])
+plt.show()
+```
 """
 
 
-def test_execute_writes_outputs_and_stamp(tmp_path):
-    """labkit solutions' executor: outputs kept, strict checks, cwd = the source's folder,
-    stamp fresh; a failing cell writes nothing."""
+def test_execute_writes_outputs_and_stamp(tmp_path, monkeypatch):
+    """labkit solutions' executor: outputs kept (figures too, whatever MPLBACKEND says), strict
+    checks, cwd = the source's folder, stamp fresh; a failing cell writes nothing."""
     from nbclient.exceptions import CellExecutionError
+
+    monkeypatch.setenv("MPLBACKEND", "Agg")
 
     md = tmp_path / "99_tiny.md"
     md.write_text(TINY, encoding="utf-8")
@@ -282,6 +290,7 @@ def test_execute_writes_outputs_and_stamp(tmp_path):
     assert nb.cells[2].outputs[0]["data"]["text/plain"] == "42"
     assert nb.cells[2].metadata["tags"] == ["nbval-ignore-output"]
     assert "execution" not in nb.cells[1].metadata
+    assert any("image/png" in o.get("data", {}) for o in nb.cells[3].outputs), "figure kept"
     assert lknb.stale(out, md) == []
     ids = [c.id for c in nb.cells]
     assert ids == [c.id for c in lknb.read_source(md).cells], "same ids as the release reads"
