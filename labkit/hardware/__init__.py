@@ -1,12 +1,17 @@
 """What machine are we on: CPU name, cores, caches, ISA features, toolchain versions; `labkit doctor`.
+Linux x86-64, Linux AArch64 (Graviton, Ampere, …) and macOS (Intel and Apple silicon).
 
 >>> from labkit import hardware
 >>> hardware.info().l2              # bytes per core
 >>> hardware.has("avx512_vpopcntdq")
 >>> print(hardware.summary())       # one line for benchmark reports
 >>> hardware.native_lanes("int16")  # int16 elements per native vector register (16 with AVX2)
+>>> hardware.info().features        # the lab-relevant features of this architecture: avx2 … / neon, sve …
 
-The package, by concern: :mod:`.probe` (CPU, caches, ISA features, native vector width),
+The package, by concern: :mod:`.probe` (HardwareInfo, ``build`` from recorded sources, the native
+vector width), :mod:`.isa` (per-architecture feature tables, what each feature means for the labs,
+every source's spelling), :mod:`.sources` (parsers of /proc/cpuinfo, the AArch64 aux vector and
+SVE length, macOS sysctl),
 :mod:`.roof` (one core's memory bandwidth and FMA rate, the two roofs of a roofline) and
 :mod:`._doctor` (what `labkit doctor` prints and checks).  Importing it does not import numba.
 """

@@ -1,4 +1,4 @@
-"""Probe this machine: CPU name, cores, caches, ISA features (``/proc/cpuinfo``, ``/sys``, ``lscpu``,
+"""Probe this machine: CPU name, cores, caches, ISA features (``/proc/cpuinfo``, ``/sys``, ``lscpu``, macOS ``sysctl``,
 llvmlite's host data), numba's target, and the native SIMD width → :class:`HardwareInfo`."""
 from __future__ import annotations
 
