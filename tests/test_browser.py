@@ -6,7 +6,9 @@ repo is never written to), one Chromium (Debian's package, see tools/ensure_brow
 For every solution notebook: Run All, wait for the kernel, no error output, every check shows
 its pass verdict, a widget slider renders and moving it changes the plot or numbers. For the
 student copy of lesson 00: Run All shows the checks failing with "not implemented" and the
-hint, without a traceback. Screenshots go to test-artifacts/browser/.
+hint, without a traceback. The course book (`make book`): built once per run into a temporary
+folder, opened from file:// with every other URL blocked — each lab page shows its figures, the
+landing page links every lab and student copy. Screenshots go to test-artifacts/browser/.
 """
 
 from __future__ import annotations
