@@ -291,3 +291,10 @@ def test_run_source_picks_the_last_def_and_reports_missing():
     assert check.run_source("colsum", src).passed
     r = check.run_source("colsum", src, function="nope")
     assert r.verdict == "not implemented" and "nope" in r.message
+
+
+def test_helper_from_another_cell_is_named_and_multiline_imports_load():
+    imports = "import numpy as np\nfrom numba import (\n    njit,\n)\n"
+    src = "@njit\ndef colsum(a):\n    return helper_elsewhere(a)\n"
+    r = check.run_source("colsum", src, imports)
+    assert r.verdict == "error" and "define helpers and constants in the exercise cell" in r.message, str(r)

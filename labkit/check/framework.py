@@ -208,14 +208,20 @@ def _describe_own_error(e: BaseException) -> str:
             "function returns the documented type and shape, this is a labkit bug: please report it")
 
 
+_OTHER_CELL = (" — the check loads only the exercise cell's definitions and the notebook's "
+               "imports: define helpers and constants in the exercise cell")
+
+
 def _describe_error(e: BaseException) -> str:
     kind = type(e).__name__
     text = str(e).strip()
     if "numba" in type(e).__module__:
         lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("\x1b")]
         first = lines[0] if lines else kind
-        return f"numba could not compile or run your function ({kind}): {first}"
-    return f"your function raised {kind}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+        hint = _OTHER_CELL if "Untyped global name" in text else ""
+        return f"numba could not compile or run your function ({kind}): {first}{hint}"
+    hint = _OTHER_CELL if isinstance(e, NameError) else ""
+    return f"your function raised {kind}: {text.splitlines()[0] if text else ''}".rstrip(": ") + hint
 
 
 @contextlib.contextmanager

@@ -48,6 +48,17 @@ def _cell_file(source: str) -> str:
     return path
 
 
+def _statements(imports: str) -> list:
+    """Each import statement of ``imports`` on its own (one failing import skips only itself)."""
+    import ast
+    try:
+        tree = ast.parse(imports)
+    except SyntaxError:
+        return []
+    return [ast.Module(body=[n], type_ignores=[]) for n in tree.body
+            if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
 def _load(req: dict, cache: dict):
     """(function or None, message notes, error text or None)."""
     import builtins
@@ -87,12 +98,11 @@ def _load(req: dict, cache: dict):
         sys.modules[modname] = module        # numba's cache and pickling look modules up by name
         ns = vars(module)
         ns["__builtins__"] = builtins
-        for line in (req.get("imports") or "").splitlines():
-            if line.strip():
-                try:
-                    exec(compile(line.strip(), "<imports>", "exec"), ns)
-                except Exception:  # noqa: BLE001 - an earlier cell's import that fails here
-                    pass
+        for stmt in _statements(req.get("imports") or ""):
+            try:
+                exec(compile(stmt, "<imports>", "exec"), ns)
+            except Exception:  # noqa: BLE001 - an earlier cell's import that fails here
+                pass
         ns.update(req.get("constants") or {})
         try:
             exec(compile(kept, filename, "exec"), ns)
