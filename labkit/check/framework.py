@@ -15,6 +15,7 @@ import importlib
 import io
 import json
 import os
+import re
 import secrets
 import warnings
 import zlib
@@ -216,9 +217,11 @@ def _describe_error(e: BaseException) -> str:
     kind = type(e).__name__
     text = str(e).strip()
     if "numba" in type(e).__module__:
-        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("\x1b")]
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", ln).strip() for ln in text.splitlines()]
+        lines = [ln for ln in lines if ln and not ln.startswith(("Failed in", "During:", "File ",
+                                                                "^", "- Resolution", "<source"))]
         first = lines[0] if lines else kind
-        hint = _OTHER_CELL if "Untyped global name" in text else ""
+        hint = _OTHER_CELL if ("Untyped global name" in text or "NameError" in text) else ""
         return f"numba could not compile or run your function ({kind}): {first}{hint}"
     hint = _OTHER_CELL if isinstance(e, NameError) else ""
     return f"your function raised {kind}: {text.splitlines()[0] if text else ''}".rstrip(": ") + hint
