@@ -4,12 +4,31 @@
 * While nbval executes ``solutions/*.ipynb``, checks run strictly (``LABKIT_CHECK_STRICT=1``) so a
   check that fails in a solution notebook fails the build; every other kernel (student
   notebooks, browser, grader) starts without it.
+* nbval runs cells the way a notebook does: with ``store_history=True`` (nbval itself passes
+  False). JupyterLab, nbclient (``labkit solutions``) and nbgrader keep the kernel's ``In``
+  history, and ``labkit.check`` reads the imports of earlier cells from it.
 """
 import os
 
 import pytest
 
 os.environ.setdefault("LABKIT_SPEED", "report")
+
+
+def _nbval_stores_history() -> None:
+    try:
+        from nbval.kernel import RunningKernel
+    except ImportError:  # pragma: no cover - nbval not installed
+        return
+
+    def execute_cell_input(self, cell_input, allow_stdin=None):
+        return self.kc.execute(cell_input, store_history=True, allow_stdin=allow_stdin,
+                               stop_on_error=False)
+
+    RunningKernel.execute_cell_input = execute_cell_input
+
+
+_nbval_stores_history()
 
 
 def _is_nbval(item) -> bool:
