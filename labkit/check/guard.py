@@ -346,7 +346,11 @@ class Guard:
             if sig not in fn.overloads:
                 fn.compile(sig)
         except Exception:  # noqa: BLE001 - the real call reports the compile error
-            return
+            pass
+        for other in list(fn.overloads):    # explicit signatures (@njit("f8(f8[:])")) too
+            if other != sig and other not in self._checked_sigs:
+                self._checked_sigs.add(other)
+                self._check_overload(fn, other)
         cres = fn.overloads.get(sig)
         if cres is not None and getattr(cres, "type_annotation", None) is None:
             try:   # loaded from numba's disk cache: type a fresh copy to read its calls
