@@ -298,3 +298,11 @@ def test_helper_from_another_cell_is_named_and_multiline_imports_load():
     src = "@njit\ndef colsum(a):\n    return helper_elsewhere(a)\n"
     r = check.run_source("colsum", src, imports)
     assert r.verdict == "error" and "define helpers and constants in the exercise cell" in r.message, str(r)
+
+
+def test_imports_rebuilt_from_globals_without_input_history():
+    from labkit.check.loader import _imports_from_globals
+    src = compile("@njit\ndef f(a):\n    return np.zeros(3) + K.colsum_rows(a)\n", "<cell>", "exec")
+    text = _imports_from_globals(src, globals(), set())
+    assert "import numpy as np" in text and "njit" in text
+    assert "import labkit.lesson00.kernels as K" in text

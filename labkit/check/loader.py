@@ -191,6 +191,31 @@ def _defined_names(source: str) -> set:
     return out
 
 
+def _imports_from_globals(code, glb: dict, defined: set) -> str:
+    """Import statements for the modules and importable functions/classes ``code`` reads from
+    its globals that neither the cell nor the earlier imports define (a kernel without input
+    history, e.g. nbval's, still gets ``np``, ``njit``, ``A``)."""
+    import importlib
+    out = []
+    for n in sorted(_code_names(code, set())):
+        if n in defined or n not in glb or hasattr(builtins, n):
+            continue
+        v = glb[n]
+        if isinstance(v, types.ModuleType):
+            out.append(f"import {v.__name__} as {n}\n" if v.__name__ != n else f"import {n}\n")
+            continue
+        mod, name = getattr(v, "__module__", None), getattr(v, "__name__", None)
+        if not (isinstance(mod, str) and isinstance(name, str)) or mod.startswith("__"):
+            continue
+        try:
+            if getattr(importlib.import_module(mod), name) is not v:
+                continue
+        except Exception:  # noqa: BLE001 - not importable by name: leave it
+            continue
+        out.append(f"from {mod} import {name} as {n}\n" if name != n else f"from {mod} import {n}\n")
+    return "".join(out)
+
+
 def collect(fn) -> dict:
     """Everything the worker needs to rebuild ``fn``: ``source``, ``imports``, ``name``,
     ``constants`` (or ``ref`` for a function defined inside labkit)."""
@@ -232,6 +257,12 @@ def collect(fn) -> dict:
         raise TypeError(f"cannot find the source of {target.__name__} (defined in {filename}); "
                         "define it with def in a notebook cell or a .py file")
     defined = _defined_names(source) | _defined_names(imports)
+    try:
+        cell_code = compile(definitions(source)[0], filename, "exec")
+    except SyntaxError:
+        cell_code = None
+    imports += _imports_from_globals(cell_code or code, glb, defined)
+    defined |= _defined_names(imports)
     constants = {}
     for n in _code_names(code, set()):
         if n in defined or hasattr(builtins, n) or n not in glb:
