@@ -271,4 +271,4 @@ def collect(fn) -> dict:
         if _plain(v):
             constants[n] = v
     return {"source": source, "imports": imports, "name": name, "constants": constants,
-            "filename": filename}
+            "filename": filename, "cell": _is_cell_file(filename)}

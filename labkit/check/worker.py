@@ -111,7 +111,7 @@ def _load(req: dict, cache: dict):
             return None, notes, f"loading your cell raised {type(e).__name__}: {text}".rstrip(": ")
         hit = cache[key] = (ns, dropped)
     ns, dropped = hit
-    if dropped:
+    if dropped and req.get("cell", True):     # a .py module's other statements are no news
         shown = "; ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
         notes.append(f"not run by the check (only imports, functions and constants are "
                      f"loaded): {shown}")
