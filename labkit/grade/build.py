@@ -1,19 +1,18 @@
-"""Building the notebook that runs: the canonical cells, the student's exercise cells (matched
-by ``grade_id``) and the grader's check cells; flags for suspicious or edited cells."""
+"""What is graded from a submission, read statically (nothing of the student's notebook runs
+in the grader): for each exercise the student's exercise cell (by ``grade_id``; with stripped
+or renamed metadata, the code cell that defines the exercise's function), the import statements
+of the notebook's other code cells, the plain constants the cell reads from earlier cells, and
+flags for suspicious or edited cells."""
 from __future__ import annotations
 
 import ast
 import dataclasses
 import re
-import secrets
-from typing import Any
-
 from labkit import registry
 
-from .checkcell import _check_cell_source
 from .notebooks import Canonical, _nbg
 
-__all__ = ["build_notebook"]
+__all__ = ["FoundCell", "read_exercises"]
 
 _LAB_MODULE = (r"labkit\.(" + "|".join(re.escape(n) for n in registry.names()) + r")"
                r"|from\s+labkit\.\w+\s+import")
@@ -25,9 +24,11 @@ _FLAG_PATTERNS = [
      "touches labkit.check"),
     (r"settrace|setprofile|_getframe|currentframe|gc\.get_objects|\bctypes\b",
      "introspects the interpreter"),
-    (r"os\._exit|\bsignal\b|subprocess|os\.system|os\.kill", "controls processes/signals"),
+    (r"os\._exit|\bsignal\b|subprocess|os\.system|os\.popen|os\.kill|os\.fork",
+     "controls processes/signals"),
     (r"sys\.(__)?stdout|sys\.displayhook|\bprint\s*=", "redirects output"),
     (r"LABKIT_", "reads labkit settings"),
+    (r"\bsocket\b|urllib|http\.client|requests\b", "uses the network"),
     (_LAB_MODULE, "uses a labkit lab module (may call the reference kernel)"),
 ]
 
@@ -45,87 +46,148 @@ def _code_lines(source: str) -> tuple[str, ...]:
                      if ln.strip() and not ln.strip().startswith("#"))
 
 
+def python_source(source: str) -> str:
+    """A cell's text as Python (IPython magics turned into calls, as IPython would; nothing
+    runs): what the check worker loads and what import statements are read from. A cell that
+    already is Python is returned unchanged."""
+    try:
+        ast.parse(source)
+        return source
+    except SyntaxError:
+        pass
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - no IPython, or a cell it cannot transform
+        return source
+
+
+def _imports(source: str) -> str:
+    from labkit.check.loader import imports_only
+    return imports_only(python_source(source))
+
+
+def defines(source: str) -> set[str]:
+    """Names a cell defines at top level (functions, classes, assignments)."""
+    try:
+        tree = ast.parse(python_source(source))
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return out
+
+
+def _constants(sources: list[str], wanted: set[str]) -> dict:
+    """``NAME = <literal>`` of earlier cells for the names the exercise cell reads (the last
+    assignment wins, as in the notebook); only values ``ast.literal_eval`` accepts."""
+    out: dict = {}
+    for src in sources:
+        try:
+            tree = ast.parse(python_source(src))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0], ast.Name) and node.targets[0].id in wanted:
+                try:
+                    out[node.targets[0].id] = ast.literal_eval(node.value)
+                except (ValueError, SyntaxError, TypeError, RecursionError):
+                    out.pop(node.targets[0].id, None)
+    return out
+
+
+def _reads(source: str) -> set[str]:
+    try:
+        tree = ast.parse(python_source(source))
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
 @dataclasses.dataclass
-class _Plan:
-    kind: str                    # "code", "solution", "check", "skip"
-    exercise: str | None = None
-    nonce: str | None = None
-    key: str | None = None
-    seed: int | None = None
+class FoundCell:
+    """The student's exercise cell for one exercise and what the check needs with it."""
+
+    source: str
+    imports: str
+    constants: dict
+    index: int
+    how: str                    # "grade_id" or "function name"
 
 
-def build_notebook(canon: Canonical, student_nb, *, skip_tags=()) -> tuple[Any, list[_Plan], dict]:
-    """The notebook to execute (canonical cells + student solution cells + grader checks), the
-    plan per cell, and what is known before running: ``{"missing": {...}, "flags": {...}}``."""
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                  "language": "python"}}
-    student_cells: dict[str, Any] = {}
+def read_exercises(canon: Canonical, student_nb) -> tuple[dict[str, FoundCell], dict[str, str],
+                                                            dict[str, list[str]]]:
+    """``(found, missing, flags)``: the student's exercise cell per exercise name, why an
+    exercise has none, and flags per exercise (``""``: the notebook)."""
+    cells = list(student_nb.cells)
     flags: dict[str, list[str]] = {"": []}
-    for c in student_nb.cells:
+    by_gid: dict[str, int] = {}
+    for i, c in enumerate(cells):
         gid = _nbg(c).get("grade_id")
         if gid:
-            if gid in student_cells:
+            if gid in by_gid:
                 flags[""].append(f"duplicate grade_id {gid} (the first cell is used)")
                 continue
-            student_cells[gid] = c
-    ex_by_sol = {e.solution_id: e for e in canon.exercises if e.solution_id}
-    ex_by_check = {e.check_index: e for e in canon.exercises}
+            by_gid[gid] = i
+    canon_cells = {_nbg(c).get("grade_id"): c for c in canon.nb.cells if _nbg(c).get("grade_id")}
+    canon_imports = "".join(_imports(c.source) for c in canon.nb.cells
+                            if c.cell_type == "code" and not _nbg(c).get("solution"))
+    code = [i for i, c in enumerate(cells) if c.get("cell_type") == "code"]
+    exercise_gids = {e.solution_id for e in canon.exercises if e.solution_id}
+    used: set[int] = set()
+    found: dict[str, FoundCell] = {}
     missing: dict[str, str] = {}
-    plan: list[_Plan] = []
-    from labkit.release import strip_source
+    for ex in canon.exercises:
+        # the check cell: edits are ignored (the grader runs its own check) but flagged
+        chk = by_gid.get(f"check-{ex.name}")
+        mine = canon_cells.get(f"check-{ex.name}")
+        if chk is not None and mine is not None:
+            theirs = cells[chk]
+            if _code_lines(theirs.get("source", "")) != _code_lines(mine.source):
+                flags.setdefault(ex.name, []).append(f"check cell check-{ex.name} was edited "
+                                                     "(ignored)")
+            if _nbg(theirs).get("points") != _nbg(mine).get("points"):
+                flags.setdefault(ex.name, []).append(
+                    f"check cell check-{ex.name}: points changed to "
+                    f"{_nbg(theirs).get('points')!r} (ignored)")
+        idx, how = by_gid.get(ex.solution_id or ""), "grade_id"
+        if idx is not None and cells[idx].get("cell_type") != "code":
+            missing[ex.name] = f"cell {ex.solution_id} is no longer a code cell"
+            continue
+        if idx is None and ex.fn_src.isidentifier():
+            # stripped metadata or a renamed grade_id: the cell that defines the function
+            # (a cell that belongs to another exercise by grade_id is not taken)
+            cand = [i for i in code if i not in used and ex.fn_src in defines(cells[i].source)
+                    and _nbg(cells[i]).get("grade_id") not in exercise_gids - {ex.solution_id}
+                    and not _nbg(cells[i]).get("grade")]
+            if cand:
+                idx, how = cand[-1], "function name"
+                gid = _nbg(cells[idx]).get("grade_id")
+                flags.setdefault(ex.name, []).append(
+                    f"exercise cell found by its function {ex.fn_src}() "
+                    + (f"(its grade_id is {gid!r}, not {ex.solution_id!r})" if gid
+                       else "(its cell metadata is missing)") + "; graded")
+        if idx is None:
+            missing[ex.name] = (f"no cell with grade_id {ex.solution_id} and no cell defining "
+                                f"{ex.fn_src}() (deleted or renamed?)")
+            continue
+        used.add(idx)
+        src = cells[idx].get("source", "")
+        hits = _flags_for(src)
+        if hits:
+            flags.setdefault(ex.name, []).extend(f"{ex.solution_id}: {h}" for h in hits)
+        others = [cells[i].get("source", "") for i in code if i != idx]
+        imports = canon_imports + "".join(_imports(s) for s in others)
+        earlier = [cells[i].get("source", "") for i in code if i < idx]
+        consts = _constants(earlier, _reads(src) - defines(src))
+        found[ex.name] = FoundCell(source=python_source(src), imports=imports, constants=consts,
+                                   index=idx, how=how)
+    return found, missing, {k: v for k, v in flags.items() if v}
 
-    for i, cell in enumerate(canon.nb.cells):
-        nbg = _nbg(cell)
-        gid = nbg.get("grade_id")
-        src = cell.source
-        if cell.cell_type != "code":
-            nb.cells.append(nbformat.v4.new_markdown_cell(src) if cell.cell_type == "markdown"
-                            else nbformat.v4.new_raw_cell(src))
-            plan.append(_Plan("skip"))
-            continue
-        if i in ex_by_check:
-            ex = ex_by_check[i]
-            nonce, key, seed = secrets.token_hex(16), secrets.token_hex(32), secrets.randbits(62)
-            theirs = student_cells.get(gid)
-            if theirs is not None:
-                if _code_lines(theirs.get("source", "")) != _code_lines(src):
-                    flags.setdefault(ex.name, []).append(f"check cell {gid} was edited (ignored)")
-                if _nbg(theirs).get("points") != nbg.get("points"):
-                    flags.setdefault(ex.name, []).append(
-                        f"check cell {gid}: points changed to {_nbg(theirs).get('points')!r} "
-                        "(ignored)")
-            nb.cells.append(nbformat.v4.new_code_cell(_check_cell_source(ex, nonce, key, seed)))
-            plan.append(_Plan("check", ex.name, nonce, key, seed))
-            continue
-        if nbg.get("solution"):
-            ex = ex_by_sol.get(gid)
-            theirs = student_cells.get(gid)
-            if theirs is None or theirs.get("cell_type") != "code":
-                why = (f"no cell with grade_id {gid} (deleted or renamed?)" if theirs is None
-                       else f"cell {gid} is no longer a code cell")
-                if ex is not None:
-                    missing[ex.name] = why
-                else:
-                    flags[""].append(why)
-                # the released stub keeps later cells (and other exercises) runnable
-                nb.cells.append(nbformat.v4.new_code_cell(strip_source(src, grade_id=gid or "")))
-                plan.append(_Plan("code"))
-                continue
-            s = theirs.get("source", "")
-            hits = _flags_for(s)
-            if hits:
-                flags.setdefault(ex.name if ex else "", []).extend(f"{gid}: {h}" for h in hits)
-            nb.cells.append(nbformat.v4.new_code_cell(s))
-            plan.append(_Plan("solution", ex.name if ex else None))
-            continue
-        tags = (cell.get("metadata") or {}).get("tags") or []
-        if set(tags) & set(skip_tags):
-            nb.cells.append(nbformat.v4.new_code_cell(src))
-            plan.append(_Plan("skip"))
-            continue
-        nb.cells.append(nbformat.v4.new_code_cell(src))
-        plan.append(_Plan("code"))
-    return nb, plan, {"missing": missing, "flags": {k: v for k, v in flags.items() if v}}

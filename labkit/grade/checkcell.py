@@ -1,21 +1,23 @@
 """The grader's check of one exercise — the only place grading calls ``labkit.check``.
 
-Three parts, kept together so that switching grading to another check runner changes this module
-only: :func:`_resolve_modules` (in the grader's trusted process: which module registers each
-exercise), :func:`_check_cell_source` (the cell the kernel runs instead of the submitted check
-cell: a fresh ``labkit.check`` from disk, ``check.run(name, fn)``, one signed result line) and
-:func:`_parse_result` (reading that line back, only with the cell's nonce and key)."""
+:func:`_resolve_modules` (in the grader's process: which module registers each exercise) and
+:func:`run_exercise`: the exercise cell's source, the import statements of the notebook's other
+code cells and the plain constants it reads go to :func:`labkit.check.run_source`, which runs
+the check in labkit's trusted worker — here a :class:`~labkit.grade.sandbox.SandboxWorker`
+started inside the sandbox for this submission. The verdict comes back over the worker's pipe;
+no student kernel runs, so nothing a cell does to ``json``, the clock, IPython or its own
+outputs can reach it."""
 from __future__ import annotations
 
-import hashlib
-import hmac
+import contextlib
 import importlib
-import json
-from typing import Any
+import os
+import secrets
 
+from .build import FoundCell
 from .notebooks import Canonical, ExerciseSpec
 
-__all__: list[str] = []
+__all__ = ["run_exercise", "use_worker"]
 
 
 def _resolve_modules(canon: Canonical, exercise_modules=()) -> None:
@@ -43,66 +45,39 @@ def _resolve_modules(canon: Canonical, exercise_modules=()) -> None:
                              "--exercise-module MODULE") from None
 
 
-def _check_cell_source(ex: ExerciseSpec, nonce: str, key: str, seed: int) -> str:
-    roots = sorted({"labkit", (ex.module or "labkit").split(".")[0]})
-    extra = "".join(f", {a}" for a in ex.extra_src)
-    fn = f"_labkit_grade_{nonce[:12]}"
-    return f'''# labkit grader: check-{ex.name} (written by `labkit grade`; the submitted cell is unused)
-def {fn}():
-    import sys as _sys
-    for _m in [m for m in list(_sys.modules) if m.split(".")[0] in {roots!r}]:
-        _sys.modules.pop(_m, None)
-    import hashlib as _hashlib, hmac as _hmac, importlib as _il, json as _json, os as _os
-    for _k in [k for k in _os.environ if k.startswith("LABKIT_")]:
-        del _os.environ[_k]
-    _os.environ["LABKIT_GRADING"] = "1"
-    _os.environ["LABKIT_SEED"] = "{seed}"
+@contextlib.contextmanager
+def use_worker(worker):
+    """Make ``labkit.check.run_source`` use ``worker`` (this process grades one submission at
+    a time), and stop it afterwards: nothing of this submission outlives it."""
+    from labkit.check import runner
+    prev, runner._WORKER = runner._WORKER, worker
     try:
-        _check = _il.import_module("labkit.check")
-        _il.import_module({ex.module or "labkit.check"!r})
-        try:
-            _fn = ({ex.fn_src})
-        except NameError as _e:
-            _res = {{"name": {ex.name!r}, "passed": False, "points": 0.0, "max_points": 0.0,
-                    "verdict": "error", "details": {{}},
-                    "message": "%s — did the exercise cell run?" % (_e,)}}
-        else:
-            _res = _check.run({ex.name!r}, _fn{extra}).to_dict()
-    except KeyboardInterrupt:
-        raise
-    except BaseException as _e:
-        _res = {{"name": {ex.name!r}, "passed": False, "points": 0.0, "max_points": 0.0,
-                "verdict": "error", "details": {{}},
-                "message": "the check itself failed: %s: %s" % (type(_e).__name__, _e)}}
+        yield worker
     finally:
-        _os.environ.pop("LABKIT_SEED", None)
-    _payload = _json.dumps(_res, default=str)
-    _mac = _hmac.new({key!r}.encode(), _payload.encode(), _hashlib.sha256).hexdigest()
-    _sys.stdout.flush()
-    _sys.stdout.write("{nonce} " + _mac + " " + _payload + "\\n")
-    _sys.stdout.flush()
-{fn}()
-del {fn}'''
+        runner._WORKER = prev
+        worker.stop()
 
 
-def _parse_result(cell, plan: Any) -> dict | None:
-    """The verified result of the check cell ``cell`` (its ``plan``: a ``build._Plan`` with the
-    exercise, nonce and key), or None."""
-    text = "".join(o.get("text", "") for o in cell.get("outputs", [])
-                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
-    for line in text.splitlines():
-        if not line.startswith(plan.nonce + " "):
-            continue
-        parts = line.split(" ", 2)
-        if len(parts) != 3:
-            continue
-        mac = hmac.new(plan.key.encode(), parts[2].encode(), hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(mac, parts[1]):
-            continue
-        try:
-            res = json.loads(parts[2])
-        except json.JSONDecodeError:
-            continue
-        if isinstance(res, dict) and res.get("name") == plan.exercise:
-            return res
-    return None
+def run_exercise(ex: ExerciseSpec, cell: FoundCell, timeout: float) -> tuple[dict, int]:
+    """``(result dict, seed)`` of the check of ``ex`` on the student's cell, in the current
+    worker (see :func:`use_worker`), with a fresh secret seed."""
+    from labkit import check
+
+    seed = secrets.randbits(62)
+    saved = {k: v for k, v in os.environ.items() if k.startswith("LABKIT_")}
+    for k in saved:
+        del os.environ[k]
+    os.environ.update(LABKIT_GRADING="1", LABKIT_SEED=str(seed))
+    try:
+        fn = ex.fn_src if ex.fn_src.isidentifier() else None
+        res = check.run_source(ex.name, cell.source, cell.imports, function=fn,
+                               constants=cell.constants, timeout=timeout).to_dict()
+    except Exception as e:  # noqa: BLE001 - a checker failure is this exercise's error
+        res = {"name": ex.name, "passed": False, "points": 0.0, "max_points": ex.points,
+               "verdict": "error", "details": {},
+               "message": f"the check itself failed: {type(e).__name__}: {e}"}
+    finally:
+        for k in [k for k in os.environ if k.startswith("LABKIT_")]:
+            del os.environ[k]
+        os.environ.update(saved)
+    return res, seed

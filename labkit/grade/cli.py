@@ -1,12 +1,14 @@
-"""``labkit grade DIR --out grades.csv [--json F] [--jobs N] …``."""
+"""``labkit grade DIR --out grades.csv [--json F] [--wide F] [--html DIR] [--jobs N] …``."""
 from __future__ import annotations
 
 import argparse
 import re
 import sys
 
-from .report import summary, write_csv, write_json
-from .run import grade
+from pathlib import Path
+
+from .report import summary, write_csv, write_json, write_wide_csv
+from .run import SandboxUnavailable, grade
 from .settings import CELL_TIMEOUT, MEMORY_LIMIT, NOTEBOOK_TIMEOUT
 
 __all__ = ["main"]
@@ -27,39 +29,65 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dir", help="folder with one notebook per student, or one folder per student")
     p.add_argument("--out", default="grades.csv", help="CSV to write (default grades.csv)")
     p.add_argument("--json", default=None, help="also write full detail as JSON here")
+    p.add_argument("--wide", default=None,
+                   help="wide CSV, one row per student and one column per exercise (for an "
+                        "LMS; default: <out>-wide.csv beside --out)")
+    p.add_argument("--html", default=None,
+                   help="folder for report.html and feedback/<student>.html (default: the "
+                        "folder of --out)")
+    p.add_argument("--cache", default=None,
+                   help="cache folder for incremental regrading (default: .labkit-grade-cache "
+                        "beside --out)")
+    p.add_argument("--no-cache", action="store_true", help="grade everything again")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run student code WITHOUT the bubblewrap sandbox (only in a throwaway "
+                        "container or VM)")
     p.add_argument("--jobs", type=int, default=1, help="notebooks graded in parallel")
     p.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT,
                    help=f"seconds per cell (default {CELL_TIMEOUT:g})")
     p.add_argument("--notebook-timeout", type=float, default=NOTEBOOK_TIMEOUT,
                    help=f"seconds per notebook (default {NOTEBOOK_TIMEOUT:g})")
     p.add_argument("--memory-limit", type=_size, default=MEMORY_LIMIT,
-                   help="address-space limit per kernel, e.g. 8G (default); 0 = none")
+                   help="address-space limit of the sandboxed check worker, e.g. 8G "
+                        "(default); 0 = none")
     p.add_argument("--solutions", default=None, help="canonical notebooks (default solutions/)")
     p.add_argument("--skip-tag", action="append", default=[],
-                   help="skip canonical (non-exercise) cells with this tag; repeatable")
+                   help="ignored (no notebook runs any more); kept for old scripts")
     p.add_argument("--exercise-module", action="append", default=[],
                    help="extra module registering exercises (besides the labs in "
                         "labkit.registry)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
+    out = Path(a.out)
+    cache = None if a.no_cache else (a.cache or str(out.parent / ".labkit-grade-cache"))
     try:
         results = grade(a.dir, solutions=a.solutions, jobs=a.jobs, cell_timeout=a.cell_timeout,
                         notebook_timeout=a.notebook_timeout, memory_limit=a.memory_limit,
                         skip_tags=a.skip_tag, exercise_modules=a.exercise_module,
-                        progress=not a.no_progress)
+                        progress=not a.no_progress, sandbox=not a.no_sandbox, cache_dir=cache)
+    except SandboxUnavailable as e:
+        print("!" * 78 + f"\nlabkit grade: {e}\n" + "!" * 78, file=sys.stderr)
+        return 4
     except (FileNotFoundError, ValueError, ImportError) as e:
         print(f"labkit grade: {e}", file=sys.stderr)
         return 2
-    write_csv(results, a.out)
+    write_csv(results, out)
+    wide = Path(a.wide) if a.wide else out.with_name(out.stem + "-wide.csv")
+    write_wide_csv(results, wide)
     if a.json:
         write_json(results, a.json, {k: v for k, v in vars(a).items() if k != "json"})
+    from .pages import write_pages
+    report, feedback = write_pages(results, Path(a.html) if a.html else out.parent)
     print(summary(results))
-    print(f"\nwrote {a.out}" + (f" and {a.json}" if a.json else "")
-          + f" ({len(results)} notebooks)")
+    cached = sum(bool(r.get("cached")) for r in results)
+    print(f"\nwrote {out}, {wide}" + (f", {a.json}" if a.json else "")
+          + f", {report} and {len(feedback)} feedback pages ({len(results)} notebooks"
+          + (f", {cached} unchanged since the last run" if cached else "") + ")")
     bad = [r for r in results if r.get("status") == "tampered"]
     if bad:
-        print(f"labkit grade: STOPPED — while {bad[0]['student']}'s notebook ran, "
-              f"{bad[0]['error']}; reinstall labkit and grade in a throwaway environment",
-              file=sys.stderr)
+        print("labkit grade: TAMPERING — " + "; ".join(
+            f"{r['student']} ({r['notebook']}): {r['error']}" for r in bad)
+              + ". Their points are withheld; every other notebook was graded with labkit "
+              "restored.", file=sys.stderr)
         return 3
     return 0

@@ -1,47 +1,97 @@
-"""Tamper detection: a sha256 per file that grading trusts, taken before the batch and
-compared after each notebook."""
+"""Tamper detection: every file of the installed ``labkit`` package (all of them, any
+extension, ``__pycache__`` included) and of the extra exercise modules, hashed before the batch
+and compared before and after each submission. A change is undone from the snapshot (the bytes
+of every file are kept), so the next student is graded by an intact labkit."""
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 from pathlib import Path
 
-__all__: list[str] = []
+__all__ = ["Snapshot"]
 
 _LABKIT = Path(__file__).resolve().parent.parent
 
 
-def _files_of(path: Path) -> list[Path]:
-    """A module's file, or every ``*.py`` of a package (given its ``__init__.py`` or folder)."""
-    if path.is_dir():
-        path = path / "__init__.py"
-    if path.name == "__init__.py":
-        return sorted(p for p in path.parent.rglob("*.py") if "__pycache__" not in p.parts)
-    return [path]
+def _module_root(mod: str) -> Path | None:
+    """The file (or package folder) of module ``mod``, without importing it."""
+    try:
+        spec = importlib.util.find_spec(mod)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    origin = Path(spec.origin).resolve()
+    return origin.parent if origin.name == "__init__.py" else origin
+
+
+def _walk(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    return sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink())
+
+
+def trusted_roots(modules=()) -> list[Path]:
+    """labkit's folder and the files/folders of ``modules`` that live outside it."""
+    roots = [_LABKIT]
+    for mod in sorted(set(modules)):
+        r = _module_root(mod)
+        if r is not None and _LABKIT not in r.parents and r != _LABKIT and r not in roots:
+            roots.append(r)
+    return roots
+
+
+class Snapshot:
+    """The bytes and sha256 of every trusted file, taken once."""
+
+    def __init__(self, modules=(), roots=None):
+        self.roots = list(roots) if roots is not None else trusted_roots(modules)
+        self.files: dict[str, bytes] = {}
+        for root in self.roots:
+            for f in _walk(root):
+                try:
+                    self.files[str(f)] = f.read_bytes()
+                except OSError:
+                    self.files[str(f)] = b"<unreadable>"
+        self.hashes = {k: hashlib.sha256(v).hexdigest() for k, v in self.files.items()}
+        self.digest = hashlib.sha256("".join(f"{k}\0{v}\n" for k, v in
+                                             sorted(self.hashes.items())).encode()).hexdigest()
+
+    def rebase(self) -> None:
+        """Take the current files as the new reference (after a change was reported)."""
+        self.__init__(roots=self.roots)
+
+    def changes(self) -> list[str]:
+        """Files changed, added or removed since the snapshot (sorted)."""
+        now: dict[str, str] = {}
+        for root in self.roots:
+            for f in _walk(root):
+                try:
+                    now[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
+                except OSError:
+                    now[str(f)] = "<unreadable>"
+        return sorted(set(now) ^ set(self.hashes)
+                      | {f for f in now if f in self.hashes and self.hashes[f] != now[f]})
+
+    def restore(self, changed=None) -> list[str]:
+        """Put the snapshot back (changed files rewritten, added ones removed); returns what
+        could not be restored."""
+        failed = []
+        for f in changed if changed is not None else self.changes():
+            p = Path(f)
+            try:
+                if f in self.files:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                    if p.is_symlink():
+                        p.unlink()
+                    p.write_bytes(self.files[f])
+                elif p.is_file() or p.is_symlink():
+                    p.unlink()
+            except OSError:
+                failed.append(f)
+        return failed
 
 
 def _package_digest(modules=()) -> dict[str, str]:
-    """sha256 per file that grading trusts (labkit's ``__init__``, ``labkit.check``,
-    ``labkit.grade`` and the modules registering the exercises — for ``labkit.<lab>.checks``
-    every file of the lab's package): detects a submission editing them on disk."""
-    check = _LABKIT / "check"        # the package if there is one (Python imports it first)
-    files = [_LABKIT / "__init__.py"]
-    files += _files_of(check if (check / "__init__.py").is_file() else _LABKIT / "check.py")
-    files += _files_of(_LABKIT / "grade")
-    for mod in sorted(set(modules)):
-        parts = mod.split(".")
-        if parts[0] == "labkit" and len(parts) > 2:    # labkit.<lab>.checks: the whole lab package
-            mod = ".".join(parts[:2])
-        try:
-            spec = importlib.util.find_spec(mod)
-        except (ImportError, ValueError):
-            spec = None
-        if spec and spec.origin and spec.origin.endswith(".py"):
-            files += _files_of(Path(spec.origin))
-    out = {}
-    for f in dict.fromkeys(files):
-        try:
-            out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest()
-        except OSError:
-            out[str(f)] = "<unreadable>"
-    return out
+    """sha256 per trusted file (kept for older callers)."""
+    return dict(Snapshot(modules).hashes)

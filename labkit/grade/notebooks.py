@@ -171,26 +171,41 @@ def _read_submission(path: Path):
     return nb
 
 
+def _headings(nb) -> set[str]:
+    out = set()
+    for c in nb.cells:
+        if c.get("cell_type") == "markdown":
+            out |= {" ".join(ln.split()) for ln in c.get("source", "").splitlines()
+                    if ln.lstrip().startswith("#") and len(ln.strip()) > 3}
+    return out
+
+
+def _content_score(nb, canon: Canonical) -> tuple[int, int, int]:
+    """How much of ``canon`` a notebook carries: (shared grade ids, exercise functions it
+    defines, shared markdown headings)."""
+    from .build import defines
+
+    ids = {_nbg(c).get("grade_id") for c in nb.cells} - {None, ""}
+    theirs = {_nbg(x).get("grade_id") for x in canon.nb.cells} - {None, ""}
+    defined: set[str] = set()
+    for c in nb.cells:
+        if c.get("cell_type") == "code":
+            defined |= defines(c.get("source", ""))
+    fns = {e.fn_src for e in canon.exercises if e.fn_src.isidentifier()}
+    return len(ids & theirs), len(defined & fns), len(_headings(nb) & _headings(canon.nb))
+
+
 def match_canonical(nb, path: Path, canon: dict[str, Canonical]) -> Canonical | None:
-    """The canonical notebook for a submission: metadata ``labkit.generated_from``, then the
-    file name, then its ``NN_`` prefix, then the most shared grade ids; ``None`` if nothing fits."""
-    if nb is not None:
-        gen = ((nb.get("metadata") or {}).get("labkit") or {}).get("generated_from")
-        if isinstance(gen, str) and Path(gen).name in canon:
-            return canon[Path(gen).name]
-    if path.name in canon:
-        return canon[path.name]
-    m = _NN.match(path.name)
-    if m:
-        hits = [c for n, c in canon.items() if n.startswith(m.group(1) + "_")]
-        if len(hits) == 1:
-            return hits[0]
-    if nb is not None:
-        ids = {_nbg(c).get("grade_id") for c in nb.cells} - {None, ""}
-        best = max(canon.values(), key=lambda c: len(ids & {_nbg(x).get("grade_id")
-                                                             for x in c.nb.cells}), default=None)
-        if best is not None and ids & {_nbg(x).get("grade_id") for x in best.nb.cells}:
-            return best
-    if len(canon) == 1 and nb is None:
-        return next(iter(canon.values()))
-    return None
+    """The canonical notebook a submission is, by its content — never its file name (a lab
+    saved as another lab's name, ``-Copy1`` or a student's own name all match): most shared
+    grade ids, then exercise function names it defines, then shared markdown headings;
+    ``labkit.generated_from`` metadata only breaks ties. ``None`` if nothing is shared."""
+    if nb is None or not canon:
+        return next(iter(canon.values())) if len(canon) == 1 else None
+    gen = ((nb.get("metadata") or {}).get("labkit") or {}).get("generated_from")
+    gen = Path(gen).name if isinstance(gen, str) else None
+    scored = [(_content_score(nb, c), c.name == gen, c) for c in canon.values()]
+    best = max(scored, key=lambda t: (t[0], t[1]))
+    if best[0] == (0, 0, 0):
+        return None
+    return best[2]

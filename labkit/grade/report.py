@@ -1,4 +1,6 @@
-"""Outputs: CSV rows (one per exercise), the JSON detail, the text summary."""
+"""Outputs: the CSV (one row per exercise), the wide CSV (one row per student, one column per
+exercise, for an LMS), the JSON detail, the text summary. The HTML pages (feedback per student,
+the class report) are in :mod:`.pages`."""
 from __future__ import annotations
 
 import csv
@@ -6,24 +8,37 @@ import json
 import time
 from pathlib import Path
 
-from .settings import CSV_FIELDS, _short
+from .settings import CSV_FIELDS, STAMP_FIELDS, _short
 
-__all__ = ["rows", "write_csv", "write_json", "summary"]
+__all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "counted"]
+
+
+def counted(results: list[dict]) -> list[dict]:
+    """The results that count (not the extra copies of a lab a student handed in twice)."""
+    return [r for r in results if r.get("status") != "duplicate"]
+
+
+def _notebook_flags(r: dict) -> list[str]:
+    fl = list(r.get("flags", {}).get("", []))
+    if r.get("status") == "grader error" and r.get("error"):
+        fl.append(f"grader error: {r['error']}")
+    return fl
 
 
 def rows(results: list[dict]) -> list[dict]:
-    """Flatten notebook results into CSV rows (one per exercise)."""
+    """Flatten notebook results into CSV rows (one per exercise), each with the environment
+    stamp of the machine that measured."""
     out = []
-    for r in results:
-        nb_flags = list(r.get("flags", {}).get("", []))
-        if r.get("status") in ("tampered", "grader error") and r.get("error"):
-            nb_flags.append(f"{r['status']}: {r['error']}")
+    for r in counted(results):
+        nb_flags = _notebook_flags(r)
+        env = r.get("environment") or {}
         for e in r["exercises"]:
             fl = nb_flags + list(r.get("flags", {}).get(e["exercise"], []))
             out.append({"student": r["student"], "notebook": r["notebook"],
                         "exercise": e["exercise"], "points": f"{float(e['points']):g}",
                         "max_points": f"{float(e['max_points']):g}", "verdict": e["verdict"],
-                        "message": e["message"], "flags": _short("; ".join(fl))})
+                        "message": e["message"], "flags": _short("; ".join(fl)),
+                        **{k: env.get(k, "") for k in STAMP_FIELDS}})
     return out
 
 
@@ -35,9 +50,53 @@ def write_csv(results: list[dict], path) -> None:
         w.writerows(rows(results))
 
 
+def wide_rows(results: list[dict]) -> tuple[list[str], list[dict]]:
+    """One row per student: total, max, one column per exercise (``lab:exercise`` points)."""
+    exercises: list[str] = []
+    per: dict[str, dict] = {}
+    for r in counted(results):
+        s = per.setdefault(r["student"], {"student": r["student"], "notebooks": [], "total": 0.0,
+                                          "max": 0.0, "flags": [], **{k: "" for k in STAMP_FIELDS}})
+        s["notebooks"].append(r["notebook"])
+        env = r.get("environment") or {}
+        for k in STAMP_FIELDS:
+            s[k] = s[k] or env.get(k, "")
+        nfl = sum(len(v) for v in r.get("flags", {}).values())
+        if nfl:
+            s["flags"].append(f"{r['notebook']}: {nfl} flag(s)")
+        for e in r["exercises"]:
+            s["total"] += float(e["points"])
+            s["max"] += float(e["max_points"])
+            if e["exercise"]:
+                col = f"{Path(r.get('canonical') or '').stem}:{e['exercise']}"
+                if col not in exercises:
+                    exercises.append(col)
+                s[col] = float(e["points"]) + float(s.get(col) or 0)
+    fields = ["student", "total", "max", *exercises, "notebooks", "flags", *STAMP_FIELDS]
+    out = []
+    for s in sorted(per.values(), key=lambda d: d["student"]):
+        row = {k: s.get(k, "") for k in fields}
+        row["total"], row["max"] = f"{s['total']:g}", f"{s['max']:g}"
+        for col in exercises:
+            row[col] = f"{s[col]:g}" if col in s else ""
+        row["notebooks"] = "; ".join(s["notebooks"])
+        row["flags"] = _short("; ".join(s["flags"]))
+        out.append(row)
+    return fields, out
+
+
+def write_wide_csv(results: list[dict], path) -> None:
+    """Write the wide CSV (one row per student, one column per exercise)."""
+    fields, table = wide_rows(results)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(table)
+
+
 def write_json(results: list[dict], path, settings: dict | None = None) -> None:
-    """Write the full detail (cells, seeds, flags, restarts) as JSON."""
-    doc = {"labkit_grade": 1, "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    """Write the full detail (verdicts, seeds, timings, flags, environment) as JSON."""
+    doc = {"labkit_grade": 2, "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "settings": settings or {}, "submissions": results}
     Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
 
@@ -47,7 +106,7 @@ def summary(results: list[dict]) -> str:
     per: dict[str, list[float]] = {}
     flagged: dict[str, int] = {}
     ex_stats: dict[str, list[int]] = {}
-    for r in results:
+    for r in counted(results):
         tot = per.setdefault(r["student"], [0.0, 0.0, 0])
         tot[2] += 1
         nfl = sum(len(v) for v in r.get("flags", {}).values())

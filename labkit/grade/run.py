@@ -1,26 +1,31 @@
-"""Grading: one notebook (execute, replay after a crash, verdict per exercise, tamper check)
-and a batch of them (in parallel, with a progress bar)."""
+"""Grading: one submission (its exercise cells read statically, each check run by labkit's
+trusted worker inside this submission's sandbox) and a batch of them (tamper check before and
+after each, cached results, duplicates resolved, in parallel, with a progress bar and ETA)."""
 from __future__ import annotations
 
+import hashlib
 import json
-import re
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .build import _Plan, build_notebook
-from .checkcell import _parse_result, _resolve_modules
-from .integrity import _package_digest
-from .kernel import _Session
+from .build import read_exercises
+from .checkcell import _resolve_modules, run_exercise, use_worker
+from .integrity import Snapshot, _module_root
 from .notebooks import (Canonical, ExerciseSpec, Submission, _read_submission, find_submissions,
                         load_solutions, match_canonical)
-from .settings import (CELL_TIMEOUT, MAX_MESSAGE, MAX_RESTARTS, MEMORY_LIMIT, NOTEBOOK_TIMEOUT,
-                       GradeSettings, _short)
+from .settings import (CELL_TIMEOUT, MAX_MESSAGE, MEMORY_LIMIT, NOTEBOOK_TIMEOUT, GradeSettings,
+                       _short)
 
-__all__ = ["grade_notebook", "grade"]
+__all__ = ["grade_notebook", "grade", "environment_stamp", "SandboxUnavailable"]
+
+CACHE_VERSION = 2
+
+
+class SandboxUnavailable(RuntimeError):
+    """No sandbox here and ``--no-sandbox`` was not given."""
 
 
 def _row(ex: ExerciseSpec, verdict: str, message: str, points: float = 0.0, **extra) -> dict:
@@ -28,172 +33,30 @@ def _row(ex: ExerciseSpec, verdict: str, message: str, points: float = 0.0, **ex
             "message": _short(message), **extra}
 
 
-def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSettings,
-                   read_error: str | None = None) -> dict:
-    """Grade one submission; never raises for anything the submission does."""
-    t0 = time.monotonic()
-    res: dict[str, Any] = {"student": sub.student, "notebook": sub.rel,
-                           "canonical": canon.name if canon else None, "status": "graded",
-                           "exercises": [], "cells": [], "flags": {}, "kernel_restarts": 0}
-    if read_error is None and canon is not None:
-        try:
-            student_nb = _read_submission(sub.path)
-        except ValueError as e:
-            read_error = str(e)
-    if read_error is not None or canon is None:
-        res["status"] = "unreadable" if read_error else "unmatched"
-        msg = read_error or ("cannot tell which lesson this notebook is: no labkit metadata, "
-                             "file name or grade ids match a solution notebook")
-        res["exercises"] = [{"exercise": "", "points": 0.0,
-                             "max_points": canon.max_points if canon else 0.0,
-                             "verdict": res["status"], "message": _short(msg)}]
-        res["duration_s"] = round(time.monotonic() - t0, 2)
-        return res
+def environment_stamp() -> dict:
+    """CPU, ISA, cores and versions of the machine that measured (``labkit.hardware.info()``)."""
     try:
-        _execute(sub, canon, student_nb, settings, res)
-    except Exception as e:  # noqa: BLE001 - a grader bug must not stop the batch
-        res["status"] = "grader error"
-        res["error"] = _short(f"{type(e).__name__}: {e}")
-        done = {r["exercise"] for r in res["exercises"]}
-        res["exercises"] += [_row(ex, "not run", f"grader error: {res['error']}")
-                             for ex in canon.exercises if ex.name not in done]
-    order = {ex.name: k for k, ex in enumerate(canon.exercises)}
-    res["exercises"].sort(key=lambda r: order.get(r["exercise"], len(order)))
-    if settings.digest:
-        now = _package_digest(settings.digest_modules)
-        changed = sorted(set(now) ^ set(settings.digest) |
-                         {f for f in now if settings.digest.get(f) != now[f]})
-        if changed:
-            res["status"] = "tampered"
-            res["error"] = ("files that grading trusts changed on disk while this notebook ran: "
-                            + ", ".join(changed))
-    res["duration_s"] = round(time.monotonic() - t0, 2)
-    return res
+        from labkit import hardware
+        i = hardware.info()
+        return {"cpu": f"{i.cpu} [{i.machine}]", "isa": " ".join(k for k, v in i.features.items()
+                                                                 if v),
+                "cores": i.logical_cores, "numba": i.numba, "llvmlite": i.llvmlite,
+                "numpy": i.numpy, "python": i.python, "numba_cpu": i.numba_cpu}
+    except Exception as e:  # noqa: BLE001 - the stamp must not stop grading
+        return {"cpu": f"unknown ({type(e).__name__})"}
 
 
-def _execute(sub, canon, student_nb, settings, res) -> None:
-    nb, plan, pre = build_notebook(canon, student_nb, skip_tags=settings.skip_tags)
-    res["flags"] = pre["flags"]
-    specs = {ex.name: ex for ex in canon.exercises}
-    final: dict[str, dict] = {}
-    for name, why in pre["missing"].items():
-        final[name] = _row(specs[name], "missing", why)
-    deadline = time.monotonic() + settings.notebook_timeout
-    workdir = Path(tempfile.mkdtemp(prefix="labkit-grade-"))
-    session = _Session(nb, plan, workdir, settings)
-    done: list[int] = []           # cells run so far (replayed after a restart)
-    bad: set[int] = set()          # cells never to run again (they hung or killed the kernel)
-    log = res["cells"]
-    sol_errors: dict[str, str] = {}   # exercise → error raised by the student's exercise cell
-    poisoned: set[str] = set()     # student functions that hung or crashed: cells using them skip
-
-    def restart() -> bool:
-        while session.restarts < MAX_RESTARTS:
-            session.stop()
-            session.restarts += 1
-            session.start()
-            ok = True
-            for j in done:
-                if j in bad:
-                    continue
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                st, detail = session.run(j, min(settings.cell_timeout, left))
-                if st in ("timeout", "dead"):
-                    bad.add(j)
-                    log.append({"cell": j, "replay": True, "status": st, "detail": _short(detail)})
-                    ok = False
-                    break
-            if ok:
-                return True
-        return False
-
-    try:
-        session.start()
-        alive = True
-        for i, p in enumerate(plan):
-            if p.kind == "skip" or not nb.cells[i].source.strip():
-                continue
-            if p.kind == "check" and p.exercise in final:
-                continue
-            if p.kind == "code":
-                hit = [f for f in poisoned if re.search(rf"\b{re.escape(f)}\b", nb.cells[i].source)]
-                if hit:
-                    log.append({"cell": i, "kind": "code", "status": "skipped",
-                                "detail": f"uses {hit[0]}, which already hung or crashed"})
-                    continue
-            left = deadline - time.monotonic()
-            if left <= 0 or not alive:
-                break
-            t = time.monotonic()
-            status, detail = session.run(i, min(settings.cell_timeout, left))
-            entry = {"cell": i, "kind": p.kind, "exercise": p.exercise, "status": status,
-                     "seconds": round(time.monotonic() - t, 2)}
-            if status == "dead":
-                detail += (": " + session.kernel_log()) if session.kernel_log() else ""
-            if detail:
-                entry["detail"] = _short(detail)
-            log.append(entry)
-            ex = specs.get(p.exercise) if p.exercise else None
-            if status in ("ok", "error"):
-                if p.kind != "check":
-                    done.append(i)
-                elif ex is not None:
-                    r = _parse_result(nb.cells[i], p)
-                    final[ex.name] = _verdict_row(ex, r, p, i in session.client.truncated)
-                    if ex.name in sol_errors and final[ex.name]["verdict"] != "passed":
-                        final[ex.name]["message"] = _short(
-                            f"your exercise cell failed ({sol_errors[ex.name]}); "
-                            + final[ex.name]["message"])
-                if status == "error" and p.kind == "solution" and ex is not None:
-                    sol_errors[ex.name] = _short(detail, 200)
-                continue
-            bad.add(i)
-            if ex is not None and ex.fn_src.isidentifier():
-                poisoned.add(ex.fn_src)
-            where = "the check" if p.kind == "check" else f"exercise cell ex-{p.exercise}"
-            if status == "timeout":
-                if ex is not None and ex.name not in final:
-                    final[ex.name] = _row(ex, "timed out", f"{where} did not finish within "
-                                          f"{session.client.timeout} s (infinite loop or far "
-                                          "too slow?)", seed=p.seed)
-                if session.responsive():
-                    continue
-                log.append({"cell": i, "status": "stuck", "detail": "kernel did not answer the "
-                            "interrupt; restarting it and replaying earlier cells"})
-            else:
-                if ex is not None and ex.name not in final:
-                    lim = (f"; memory limit {settings.memory_limit / 2**30:g} GiB"
-                           if settings.memory_limit else "")
-                    final[ex.name] = _row(ex, "crashed", f"the kernel died while running {where} "
-                                          f"(segfault, os._exit or out of memory{lim}); it was "
-                                          "restarted and grading went on", seed=p.seed)
-            alive = restart()
-            res["kernel_restarts"] = session.restarts
-    finally:
-        session.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-    res["kernel_restarts"] = session.restarts
-    over = time.monotonic() >= deadline
-    for ex in canon.exercises:
-        if ex.name not in final:
-            if over:
-                final[ex.name] = _row(ex, "timed out", "the notebook did not finish within "
-                                      f"{settings.notebook_timeout:g} s; this check never ran")
-            else:
-                final[ex.name] = _row(ex, "not run", f"the kernel kept dying or hanging "
-                                      f"({session.restarts} restarts); this check never ran")
-    res["exercises"] = list(final.values())
-    if session.truncated:
-        res["truncated_output_cells"] = sorted(session.truncated)
+def _worker(settings: GradeSettings):
+    from .sandbox import SandboxSpec, SandboxWorker
+    spec = None
+    if settings.sandbox:
+        spec = SandboxSpec(memory=settings.memory_limit,
+                           cpu_seconds=int(settings.notebook_timeout) + 120,
+                           extra_paths=settings.extra_paths)
+    return SandboxWorker(spec, settings.exercise_modules, numba_cache=settings.numba_cache)
 
 
-def _verdict_row(ex: ExerciseSpec, r: dict | None, p: _Plan, truncated: bool) -> dict:
-    if r is None:
-        why = ("the grader's check printed no verified result (output redirected, or the check "
-               "was interrupted)" + ("; output was truncated" if truncated else ""))
-        return _row(ex, "no result", why, seed=p.seed)
+def _verdict_row(ex: ExerciseSpec, r: dict, seed: int, seconds: float) -> dict:
     passed = r.get("passed") is True
     try:
         frac = float(r.get("points", 0)) / float(r.get("max_points") or 0)
@@ -204,13 +67,84 @@ def _verdict_row(ex: ExerciseSpec, r: dict | None, p: _Plan, truncated: bool) ->
     text = json.dumps(details)
     if len(text) > 4 * MAX_MESSAGE:
         details = {"truncated": _short(text, 4 * MAX_MESSAGE)}
-    return _row(ex, str(r.get("verdict", "error")), str(r.get("message", "")), pts, seed=p.seed,
-                details=details)
+    verdict = str(r.get("verdict", "error"))
+    message = str(r.get("message", ""))
+    if verdict == "error" and "did not return within" in message:
+        verdict = "timed out"
+    elif verdict == "error" and ("crashed the checker" in message or "ended the checker" in message):
+        verdict = "crashed"
+    row = _row(ex, verdict, message, pts, seed=seed, seconds=round(seconds, 2), details=details)
+    if not passed:
+        try:
+            from labkit import hints
+            row["hint"] = hints.pointer(ex.name)
+        except Exception:  # noqa: BLE001 - no hints for this exercise
+            pass
+    return row
+
+
+def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSettings,
+                   read_error: str | None = None) -> dict:
+    """Grade one submission; never raises for anything the submission does."""
+    t0 = time.monotonic()
+    res: dict[str, Any] = {"student": sub.student, "notebook": sub.rel,
+                           "canonical": canon.name if canon else None, "status": "graded",
+                           "exercises": [], "flags": {}}
+    student_nb = None
+    if read_error is None and canon is not None:
+        try:
+            student_nb = _read_submission(sub.path)
+        except ValueError as e:
+            read_error = str(e)
+    if read_error is not None or canon is None:
+        res["status"] = "unreadable" if read_error else "unmatched"
+        msg = read_error or ("cannot tell which lesson this notebook is: it shares no grade id, "
+                             "exercise function or heading with a solution notebook")
+        res["exercises"] = [{"exercise": "", "points": 0.0,
+                             "max_points": canon.max_points if canon else 0.0,
+                             "verdict": res["status"], "message": _short(msg)}]
+        res["duration_s"] = round(time.monotonic() - t0, 2)
+        return res
+    try:
+        found, missing, flags = read_exercises(canon, student_nb)
+        res["flags"] = flags
+        rows = []
+        deadline = time.monotonic() + settings.notebook_timeout
+        with use_worker(_worker(settings)):
+            for ex in canon.exercises:
+                if ex.name in missing:
+                    rows.append(_row(ex, "missing", missing[ex.name]))
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 1:
+                    rows.append(_row(ex, "timed out", "the notebook's checks did not finish "
+                                     f"within {settings.notebook_timeout:g} s; this one never "
+                                     "ran"))
+                    continue
+                t = time.monotonic()
+                r, seed = run_exercise(ex, found[ex.name], min(settings.cell_timeout, left))
+                rows.append(_verdict_row(ex, r, seed, time.monotonic() - t))
+        res["exercises"] = rows
+    except Exception as e:  # noqa: BLE001 - a grader bug must not stop the batch
+        res["status"] = "grader error"
+        res["error"] = _short(f"{type(e).__name__}: {e}")
+        done = {r["exercise"] for r in res["exercises"]}
+        res["exercises"] += [_row(ex, "not run", f"grader error: {res['error']}")
+                             for ex in canon.exercises if ex.name not in done]
+    res["duration_s"] = round(time.monotonic() - t0, 2)
+    return res
 
 
 # ------------------------------------------------------------------ the batch
 def _grade_task(args) -> dict:
     sub, canon, settings, read_error = args
+    sys.dont_write_bytecode = True
+    import importlib
+    for mod in settings.exercise_modules:      # a spawned process registers them again
+        try:
+            importlib.import_module(mod)
+        except Exception:  # noqa: BLE001 - the check then says the exercise is unknown
+            pass
     return grade_notebook(sub, canon, settings, read_error)
 
 
@@ -221,73 +155,193 @@ def _not_run(sub: Submission, canon: Canonical | None, why: str) -> dict:
          "message": _short(why)}]
     return {"student": sub.student, "notebook": sub.rel,
             "canonical": canon.name if canon else None, "status": "grader error",
-            "error": _short(why), "exercises": rows_, "cells": [], "flags": {},
-            "kernel_restarts": 0}
+            "error": _short(why), "exercises": rows_, "flags": {}}
+
+
+def _tampered(res: dict, changed: list[str], unrestored: list[str] | None, when: str) -> None:
+    """Zero the submission, flag it; the batch goes on (``unrestored``: files that could not
+    be put back; ``None``: nothing was put back)."""
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    res["status"] = "tampered"
+    res["error"] = (f"files of the installed labkit changed {when}: {shown}"
+                    + ("" if unrestored is None else "; restored from the grader's snapshot"
+                       if not unrestored else f"; COULD NOT restore {', '.join(unrestored[:3])}"))
+    for e in res["exercises"]:
+        if e.get("exercise"):
+            e["points"] = 0.0
+            e["message"] = _short("points withheld: labkit was changed on disk while this "
+                                  "notebook was graded; " + e.get("message", ""))
+    res.setdefault("flags", {}).setdefault("", []).append("tampered: " + res["error"])
+
+
+def _cache_key(sub: Submission, canon: Canonical | None, settings: GradeSettings,
+               digest: str) -> str | None:
+    if sub.path.is_dir():
+        return None
+    h = hashlib.sha256()
+    try:
+        h.update(sub.path.read_bytes())
+        if canon is not None:
+            h.update(canon.path.read_bytes())
+    except OSError:
+        return None
+    h.update(json.dumps([CACHE_VERSION, digest, canon.name if canon else None, sub.student,
+                         sub.rel, settings.cell_timeout, settings.notebook_timeout,
+                         settings.memory_limit, settings.sandbox,
+                         list(settings.exercise_modules)]).encode())
+    return h.hexdigest()
+
+
+def _dedupe(results: list[dict]) -> None:
+    """Several copies of one lab from one student: the best-scoring copy counts, flagged; the
+    others get status ``duplicate`` (kept in the JSON, left out of the CSVs)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in results:
+        if r.get("canonical") and r.get("status") not in ("unreadable", "unmatched"):
+            groups.setdefault((r["student"], r["canonical"]), []).append(r)
+    for (_, lab), rs in groups.items():
+        if len(rs) < 2:
+            continue
+        total = lambda r: sum(float(e["points"]) for e in r["exercises"])  # noqa: E731
+        best = max(rs, key=lambda r: (total(r), r.get("status") == "graded", -len(r["notebook"])))
+        others = [r for r in rs if r is not best]
+        best.setdefault("flags", {}).setdefault("", []).append(
+            f"{len(rs)} copies of {lab}: {best['notebook']} counts (best score); also "
+            + ", ".join(f"{r['notebook']} ({total(r):g} pt)" for r in others))
+        for r in others:
+            r["status"] = "duplicate"
+            r["duplicate_of"] = best["notebook"]
 
 
 def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_TIMEOUT,
           notebook_timeout: float = NOTEBOOK_TIMEOUT, memory_limit: int = MEMORY_LIMIT,
-          skip_tags=(), exercise_modules=(), progress: bool = True) -> list[dict]:
-    """Grade every submission in ``folder``; returns one result dict per notebook."""
+          skip_tags=(), exercise_modules=(), progress: bool = True, sandbox: bool = True,
+          cache_dir=None) -> list[dict]:
+    """Grade every submission in ``folder``; returns one result dict per notebook.
+
+    ``sandbox=False`` (``--no-sandbox``) runs the checks without a sandbox; otherwise a
+    missing sandbox raises :class:`SandboxUnavailable`. ``cache_dir``: where results are kept
+    for incremental regrading (unchanged submission + unchanged labkit → cached result);
+    ``None`` = no cache. ``skip_tags`` is accepted for compatibility (no notebook runs)."""
     if cell_timeout <= 0 or notebook_timeout <= 0:
         raise ValueError("timeouts must be positive numbers of seconds")
     if jobs < 1:
         raise ValueError(f"jobs must be ≥ 1, got {jobs}")
+    if sandbox:
+        from .sandbox import probe
+        ok, why = probe()
+        if not ok:
+            raise SandboxUnavailable(
+                f"no sandbox for student code: {why}. Refusing to grade; install bubblewrap "
+                "(Debian: apt-get install bubblewrap) or pass --no-sandbox in a throwaway "
+                "environment")
+    else:
+        from .sandbox import NO_SANDBOX_WARNING
+        print("\n" + "!" * 78 + "\n" + NO_SANDBOX_WARNING + "\n" + "!" * 78 + "\n",
+              file=sys.stderr)
+    sys.dont_write_bytecode = True      # the grader itself adds nothing to labkit's folder
     canon = load_solutions(solutions)
     subs = find_submissions(folder)
     exercise_modules = tuple(exercise_modules)
+    for c in canon.values():
+        _resolve_modules(c, exercise_modules)
+    extra_paths = []
+    for m in exercise_modules:
+        root = _module_root(m)
+        if root is not None:
+            extra_paths.append(str(root.parent))
     settings = GradeSettings(cell_timeout=float(cell_timeout),
                              notebook_timeout=float(notebook_timeout),
                              memory_limit=int(memory_limit), skip_tags=tuple(skip_tags),
-                             exercise_modules=exercise_modules)
+                             exercise_modules=exercise_modules, sandbox=bool(sandbox),
+                             extra_paths=tuple(dict.fromkeys(extra_paths)))
+    if not sandbox:
+        settings.numba_cache = tempfile.mkdtemp(prefix="labkit-grade-numba-")
     tasks = []
-    resolved: set[str] = set()
     for sub in subs:
         try:
             nb, err = _read_submission(sub.path), None
         except ValueError as e:
             nb, err = None, str(e)
         c = match_canonical(nb, sub.path, canon) if not sub.path.is_dir() else None
-        if c is not None and c.name not in resolved:
-            _resolve_modules(c, exercise_modules)
-            resolved.add(c.name)
         tasks.append((sub, c, settings, err))
-    used = {ex.module for t in tasks if t[1] is not None for ex in t[1].exercises if ex.module}
-    settings.digest_modules = tuple(sorted(used | set(exercise_modules)))
-    settings.digest = _package_digest(settings.digest_modules)
+    snap = Snapshot(exercise_modules)
+    stamp = environment_stamp()
+    cache = Path(cache_dir) if cache_dir else None
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+    keys = [(_cache_key(t[0], t[1], settings, snap.digest) if cache else None) for t in tasks]
+    results: list[dict | None] = [None] * len(tasks)
+    todo = []
+    for k, key in enumerate(keys):
+        hit = cache / f"{key}.json" if key else None
+        if hit is not None and hit.is_file():
+            try:
+                results[k] = json.loads(hit.read_text(encoding="utf-8"))
+                results[k]["cached"] = True
+                continue
+            except (OSError, ValueError):
+                pass
+        todo.append(k)
+
+    def undo(changed: list[str]) -> list[str] | None:
+        # Without the sandbox a submission can write labkit's files: put them back so the
+        # next student meets an intact labkit. In the sandbox labkit is read-only to student
+        # code, so a change came from outside the grading (an admin, an editor): flagged, but
+        # the files are left as they are.
+        return None if settings.sandbox else snap.restore(changed)
+
+    def finish(k: int, res: dict, before: list[str]) -> None:
+        changed = snap.changes()
+        if before or changed:
+            both = sorted(set(before) | set(changed))
+            _tampered(res, both, undo(both),
+                      "while this notebook was graded" if changed else
+                      "before this notebook was graded (a process left by an earlier one?)")
+            if settings.sandbox:
+                snap.rebase()
+        res["environment"] = stamp
+        results[k] = res
+        if keys[k] and res["status"] in ("graded",):
+            try:
+                (cache / f"{keys[k]}.json").write_text(json.dumps(res, default=str),
+                                                        encoding="utf-8")
+            except OSError:
+                pass
+
     from tqdm.auto import tqdm
 
-    results: list[dict | None] = [None] * len(tasks)
-    bar = tqdm(total=len(tasks), desc="grading", unit="nb", disable=not progress,
-               file=sys.stderr)
+    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="grading", unit="nb",
+               disable=not progress, file=sys.stderr)
     try:
-        if jobs == 1 or len(tasks) <= 1:
-            for k, t in enumerate(tasks):
-                bar.set_postfix_str(t[0].student[:20])
-                results[k] = _grade_task(t)
+        if jobs == 1 or len(todo) <= 1:
+            for k in todo:
+                bar.set_postfix_str(tasks[k][0].student[:20])
+                before = snap.changes()
+                if before:
+                    undo(before)
+                finish(k, _grade_task(tasks[k]), before)
                 bar.update()
-                if results[k]["status"] == "tampered":
-                    break
         else:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-                futs = {pool.submit(_grade_task, t): k for k, t in enumerate(tasks)}
+                futs = {pool.submit(_grade_task, tasks[k]): k for k in todo}
                 for f in as_completed(futs):
                     k = futs[f]
                     try:
-                        results[k] = f.result()
+                        res = f.result()
                     except Exception as e:  # noqa: BLE001 - a worker died: record, go on
-                        results[k] = _not_run(tasks[k][0], tasks[k][1],
-                                              f"the grader's worker process failed: "
-                                              f"{type(e).__name__}: {e}")
+                        res = _not_run(tasks[k][0], tasks[k][1],
+                                       f"the grader's worker process failed: "
+                                       f"{type(e).__name__}: {e}")
+                    finish(k, res, [])
                     bar.update()
-                    if results[k]["status"] == "tampered":
-                        for other in futs:
-                            other.cancel()
-                        break
     finally:
         bar.close()
-    return [r for r in results if r is not None]
+    out = [r for r in results if r is not None]
+    _dedupe(out)
+    return out
+

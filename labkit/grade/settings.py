@@ -4,21 +4,21 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["GradeSettings", "CSV_FIELDS", "CELL_TIMEOUT", "NOTEBOOK_TIMEOUT", "MEMORY_LIMIT"]
+__all__ = ["GradeSettings", "CSV_FIELDS", "STAMP_FIELDS", "CELL_TIMEOUT", "NOTEBOOK_TIMEOUT",
+           "MEMORY_LIMIT"]
 
 CELL_TIMEOUT = 120.0
 NOTEBOOK_TIMEOUT = 900.0
-MEMORY_LIMIT = 8 << 30          # bytes of address space per kernel (0 = no limit)
+MEMORY_LIMIT = 8 << 30          # bytes of address space per check worker (0 = no limit)
 MAX_MESSAGE = 500               # characters of a message kept in the CSV/JSON
-MAX_CELL_OUTPUT = 200_000       # characters of output kept per cell (the rest is dropped)
-MAX_RESTARTS = 3                # kernel restarts per notebook before the rest is "not run"
+STAMP_FIELDS = ("cpu", "isa", "cores", "numba", "llvmlite", "numpy")
 CSV_FIELDS = ("student", "notebook", "exercise", "points", "max_points", "verdict", "message",
-              "flags")
+              "flags") + STAMP_FIELDS
 
 
 @dataclasses.dataclass
 class GradeSettings:
-    """Execution limits for one notebook."""
+    """Limits and context for grading one notebook."""
 
     cell_timeout: float = CELL_TIMEOUT
     notebook_timeout: float = NOTEBOOK_TIMEOUT
@@ -27,6 +27,9 @@ class GradeSettings:
     exercise_modules: tuple = ()
     digest: dict | None = None
     digest_modules: tuple = ()
+    sandbox: bool = True            # False: --no-sandbox
+    extra_paths: tuple = ()         # folders of extra exercise modules (bound into the sandbox)
+    numba_cache: str | None = None  # NUMBA_CACHE_DIR of an unsandboxed worker
 
 
 def _short(text: Any, n: int = MAX_MESSAGE) -> str:

@@ -1,0 +1,184 @@
+"""HTML pages: ``feedback/<student>.html`` (each exercise: verdict, message, the next hint —
+never the hidden inputs: no seed, no check details) and ``report.html`` for the class (pass
+rate per exercise, measured speedups, time per notebook, flags; matplotlib plots inline)."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import re
+import time
+from pathlib import Path
+
+from .report import counted
+
+__all__ = ["write_feedback", "write_report", "write_pages"]
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:60em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}table{border-collapse:collapse;width:100%}
+td,th{border-bottom:1px solid #ddd;padding:.35em .5em;text-align:left;vertical-align:top}
+th{background:#f4f4f4}.ok{color:#1a7f37;font-weight:600}.bad{color:#b3261e;font-weight:600}
+.flag{background:#fff4e5;border-left:4px solid #e67e22;padding:.3em .6em;margin:.3em 0}
+.hint{color:#555;font-style:italic}.small{color:#666;font-size:.9em}img{max-width:100%}"""
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}"
+            f"</title><style>{_CSS}</style></head><body>{body}</body></html>\n")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "student"
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def feedback_html(student: str, results: list[dict]) -> str:
+    """The page one student gets."""
+    mine = [r for r in counted(results) if r["student"] == student]
+    got = sum(float(e["points"]) for r in mine for e in r["exercises"])
+    top = sum(float(e["max_points"]) for r in mine for e in r["exercises"])
+    body = [f"<h1>Feedback for {_e(student)}</h1>",
+            f"<p><b>{got:g} / {top:g} points</b></p>"]
+    for r in mine:
+        body.append(f"<h2>{_e(r.get('canonical') or r['notebook'])} "
+                    f"<span class=small>({_e(r['notebook'])})</span></h2>")
+        for fl in r.get("flags", {}).get("", []):
+            body.append(f"<div class=flag>{_e(fl)}</div>")
+        body.append("<table><tr><th>exercise</th><th>verdict</th><th>points</th>"
+                    "<th>message</th></tr>")
+        for e in r["exercises"]:
+            ok = e["verdict"] == "passed"
+            hint = e.get("hint") or ""
+            msg = _e(e["message"]) + (f"<div class=hint>{_e(hint)}</div>" if hint and not ok
+                                      else "")
+            for fl in r.get("flags", {}).get(e["exercise"], []):
+                msg += f"<div class=flag>{_e(fl)}</div>"
+            body.append(f"<tr><td>{_e(e['exercise'] or '—')}</td>"
+                        f"<td class={'ok' if ok else 'bad'}>{'✔' if ok else '✘'} "
+                        f"{_e(e['verdict'])}</td><td>{float(e['points']):g} / "
+                        f"{float(e['max_points']):g}</td><td>{msg}</td></tr>")
+        body.append("</table>")
+    body.append(f"<p class=small>graded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
+                "by labkit grade</p>")
+    return _page(f"Feedback — {student}", "\n".join(body))
+
+
+def write_feedback(results: list[dict], folder) -> list[Path]:
+    """``folder/<student>.html`` for every student; returns the paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for s in sorted({r["student"] for r in counted(results)}):
+        p = folder / f"{_safe(s)}.html"
+        p.write_text(feedback_html(s, results), encoding="utf-8")
+        out.append(p)
+    return out
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return ("<img alt=plot src='data:image/png;base64,"
+            + base64.b64encode(buf.getvalue()).decode() + "'>")
+
+
+def _stats(results: list[dict]):
+    ex: dict[str, list[int]] = {}
+    speed: dict[str, list[float]] = {}
+    for r in counted(results):
+        for e in r["exercises"]:
+            if not e["exercise"]:
+                continue
+            s = ex.setdefault(e["exercise"], [0, 0])
+            s[0] += e["verdict"] == "passed"
+            s[1] += 1
+            ratio = (e.get("details") or {}).get("speed_ratio")
+            if isinstance(ratio, (int, float)):
+                speed.setdefault(e["exercise"], []).append(float(ratio))
+    return ex, speed
+
+
+def report_html(results: list[dict]) -> str:
+    """The class report."""
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    res = counted(results)
+    ex, speed = _stats(results)
+    body = ["<h1>Class report</h1>",
+            f"<p>{len({r['student'] for r in res})} students, {len(res)} notebooks graded "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.</p>"]
+    env = next((r.get("environment") for r in res if r.get("environment")), None)
+    if env:
+        body.append("<p class=small>measured on: " + _e(", ".join(
+            f"{k} {v}" for k, v in env.items())) + "</p>")
+    body.append("<h2>Pass rate per exercise</h2>")
+    if ex:
+        fig, ax = plt.subplots(figsize=(7, 0.45 * len(ex) + 1))
+        names = list(ex)
+        ax.barh(names, [100 * ex[n][0] / max(ex[n][1], 1) for n in names], color="#4c72b0")
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("passed (%)")
+        ax.invert_yaxis()
+        body.append(_png(fig))
+        body.append("<table><tr><th>exercise</th><th>passed</th><th>graded</th></tr>"
+                    + "".join(f"<tr><td>{_e(n)}</td><td>{v[0]}</td><td>{v[1]}</td></tr>"
+                              for n, v in ex.items()) + "</table>")
+    body.append("<h2>Measured speedups</h2>")
+    if speed:
+        fig, ax = plt.subplots(figsize=(7, 3))
+        ax.boxplot(list(speed.values()), vert=False)
+        ax.set_yticks(range(1, len(speed) + 1), list(speed))
+        ax.set_xlabel("speedup over labkit's baseline kernel (×)")
+        body.append(_png(fig))
+    else:
+        body.append("<p>No check measured a speed.</p>")
+    body.append("<h2>Time per notebook</h2>")
+    times = [float(r.get("duration_s") or 0) for r in res]
+    if times:
+        fig, ax = plt.subplots(figsize=(7, 2.5))
+        ax.hist(times, bins=min(20, max(3, len(times))), color="#55a868")
+        ax.set_xlabel("seconds to grade one notebook")
+        ax.set_ylabel("notebooks")
+        body.append(_png(fig))
+    body.append("<h2>Students</h2><table><tr><th>student</th><th>notebook</th><th>points</th>"
+                "<th>status</th><th>seconds</th></tr>")
+    for r in sorted(res, key=lambda r: (r["student"], r["notebook"])):
+        got = sum(float(e["points"]) for e in r["exercises"])
+        top = sum(float(e["max_points"]) for e in r["exercises"])
+        body.append(f"<tr><td><a href='feedback/{_e(_safe(r['student']))}.html'>"
+                    f"{_e(r['student'])}</a></td><td>{_e(r['notebook'])}</td>"
+                    f"<td>{got:g} / {top:g}</td><td>{_e(r.get('status'))}"
+                    f"{' (cached)' if r.get('cached') else ''}</td>"
+                    f"<td>{float(r.get('duration_s') or 0):.1f}</td></tr>")
+    body.append("</table><h2>Flags</h2>")
+    flags = [(r["student"], r["notebook"], k, f) for r in results
+             for k, v in (r.get("flags") or {}).items() for f in v]
+    if flags:
+        body.append("<table><tr><th>student</th><th>notebook</th><th>exercise</th><th>flag</th>"
+                    "</tr>" + "".join(f"<tr><td>{_e(s)}</td><td>{_e(n)}</td><td>{_e(k or '—')}"
+                                      f"</td><td>{_e(f)}</td></tr>" for s, n, k, f in flags)
+                    + "</table>")
+    else:
+        body.append("<p>None.</p>")
+    return _page("labkit grade — class report", "\n".join(body))
+
+
+def write_report(results: list[dict], path) -> Path:
+    path = Path(path)
+    path.write_text(report_html(results), encoding="utf-8")
+    return path
+
+
+def write_pages(results: list[dict], folder) -> tuple[Path, list[Path]]:
+    """``folder/report.html`` and ``folder/feedback/<student>.html``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_report(results, folder / "report.html"), write_feedback(results,
+                                                                          folder / "feedback")

@@ -1,0 +1,206 @@
+"""The sandbox a submission's checks run in: Debian's ``bubblewrap`` (``bwrap``) on Linux.
+
+The trusted check worker (:mod:`labkit.check.worker`) is started inside ``bwrap`` once per
+submission, so the student's definitions only ever run there:
+
+* an unprivileged user: as root the sandbox drops to the real uid/gid 65534 (``setpriv``, all
+  capabilities and the bounding set dropped, ``no_new_privs``); otherwise a user namespace maps
+  the grader to uid 65534;
+* no network (``--unshare-net``: loopback of an empty namespace), no IPC, own UTS, a PID
+  namespace (``--unshare-pid --die-with-parent``: when the worker is stopped every process the
+  submission started dies with it, ``start_new_session`` or not);
+* a file system of read-only binds only: ``/usr`` (and the ``/bin``/``/lib`` links), the Python
+  installation and the venv, the installed ``labkit`` package and the folders of extra exercise
+  modules; a private tmpfs ``/tmp`` (size-limited) holding ``HOME``; ``solutions/``, the class
+  folder and every other submission are simply not there (the check receives the exercise
+  cell's source over its pipe);
+* limits set by ``prlimit`` inside: address space, CPU seconds, processes, file size, open
+  files; stdout/stderr go to ``/dev/null`` and the verdict is one bounded frame on the pipe.
+
+:func:`probe` says whether the sandbox works here (not Linux, no ``bwrap``, user namespaces
+refused → why). Without it the grader refuses unless ``--no-sandbox`` is given.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from labkit.check import runner
+
+__all__ = ["SandboxSpec", "probe", "SandboxWorker", "NO_SANDBOX_WARNING"]
+
+NO_SANDBOX_WARNING = (
+    "WARNING: labkit grade is running WITHOUT a sandbox: student code runs with your rights "
+    "(your files, the network, labkit's folder, other submissions). Grade only in a throwaway "
+    "environment (a container or VM).")
+
+NOBODY = 65534
+TMP_SIZE = 512 << 20            # bytes of the sandbox's tmpfs /tmp (HOME, numba's cache)
+NPROC = 256                     # processes+threads of the sandbox user
+FSIZE = 64 << 20                # largest file a submission may write (in its /tmp)
+NOFILE = 256
+_BOOT = "labkit.grade._boot"
+
+
+def _labkit_dir() -> Path:
+    import labkit
+    return Path(labkit.__file__).resolve().parent
+
+
+def _ro_paths(extra=()) -> list[Path]:
+    """What the sandbox sees (read-only): Python, the venv, labkit, extra module folders."""
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
+             Path(sys.executable).resolve().parent.parent, _labkit_dir()}
+    paths |= {Path(p).resolve() for p in extra}
+    out = []
+    for p in sorted(paths, key=lambda q: len(q.parts)):
+        if not p.exists() or str(p).startswith("/usr/") or p == Path("/usr"):
+            continue
+        if any(p == q or q in p.parents for q in out):
+            continue
+        out.append(p)
+    return out
+
+
+class SandboxSpec:
+    """The ``bwrap`` command line for one worker (limits in bytes / seconds; 0 = none)."""
+
+    def __init__(self, *, memory: int = 0, cpu_seconds: int = 0, extra_paths=(),
+                 nproc: int = NPROC, fsize: int = FSIZE, tmp_size: int = TMP_SIZE):
+        self.memory, self.cpu_seconds, self.nproc = int(memory), int(cpu_seconds), int(nproc)
+        self.fsize, self.tmp_size = int(fsize), int(tmp_size)
+        self.extra_paths = tuple(str(p) for p in extra_paths)
+
+    def env(self) -> dict:
+        keep = {k: v for k, v in os.environ.items()
+                if k.startswith(("NUMBA_", "OMP_", "OPENBLAS_", "MKL_")) and k != "NUMBA_CACHE_DIR"}
+        labkit_parent = str(_labkit_dir().parent)
+        path = os.pathsep.join([labkit_parent, *self.extra_paths])
+        return {**keep, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+                "HOME": "/tmp/home", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": path,
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+                "NUMBA_CACHE_DIR": "/tmp/numba-cache", "MPLBACKEND": "Agg",
+                "MPLCONFIGDIR": "/tmp/home/.mpl", "LABKIT_GRADING": "1"}
+
+    def command(self, argv: list[str]) -> list[str]:
+        bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
+        cmd = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv",
+               "--ro-bind", "/usr", "/usr"]
+        for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            p = Path("/" + top)
+            if p.is_symlink():
+                cmd += ["--symlink", os.readlink(p), str(p)]
+            elif p.is_dir():
+                cmd += ["--ro-bind", str(p), str(p)]
+        for f in ("/etc/ld.so.cache", "/etc/localtime"):
+            if os.path.exists(f):
+                cmd += ["--ro-bind", f, f]
+        # /tmp first: extra module folders may live under the host's /tmp (bound on top)
+        cmd += ["--perms", "1777", "--size", str(self.tmp_size), "--tmpfs", "/tmp"]
+        made = {"/", "/tmp"}
+        for p in _ro_paths(self.extra_paths):
+            for parent in reversed(p.parents):          # traversable by the sandbox user
+                s = str(parent)
+                if s not in made:
+                    made.add(s)
+                    cmd += ["--perms", "0755", "--dir", s]
+            cmd += ["--ro-bind", str(p), str(p)]
+            made.add(str(p))
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
+        for k, v in self.env().items():
+            cmd += ["--setenv", k, v]
+        if os.geteuid() == 0:
+            # privileged bwrap (no user namespace): real uid/gid 65534, nothing kept
+            cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                    shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={NOBODY}",
+                    f"--regid={NOBODY}", "--clear-groups", "--bounding-set=-all",
+                    "--inh-caps=-all", "--no-new-privs", "--"]
+        else:
+            cmd[1:1] = ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+            cmd += ["--"]
+        lim = [f"--nproc={self.nproc}", f"--fsize={self.fsize}", f"--nofile={NOFILE}",
+               "--core=0"]
+        if self.memory:
+            lim.append(f"--as={self.memory}")
+        if self.cpu_seconds:
+            lim.append(f"--cpu={self.cpu_seconds}")
+        cmd += [shutil.which("prlimit") or "/usr/bin/prlimit", *lim, "--",
+                "/bin/sh", "-c", 'mkdir -p /tmp/home /tmp/numba-cache && exec "$0" "$@"']
+        return cmd + list(argv)
+
+
+@functools.lru_cache(maxsize=None)
+def probe() -> tuple[bool, str]:
+    """``(True, "")`` if the sandbox works here, else ``(False, why)``."""
+    if not sys.platform.startswith("linux"):
+        return False, f"the sandbox needs Linux (this is {sys.platform})"
+    for tool in ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ()):
+        if shutil.which(tool) is None and not os.path.exists(f"/usr/bin/{tool}"):
+            pkg = {"bwrap": "bubblewrap", "prlimit": "util-linux", "setpriv": "util-linux"}[tool]
+            return False, f"`{tool}` is not installed (Debian: apt-get install {pkg})"
+    cmd = SandboxSpec().command([sys.executable, "-c", "import os, numpy; print(os.getuid())"])
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"bwrap did not run: {e}"
+    if p.returncode != 0 or p.stdout.strip() != str(NOBODY):
+        err = " ".join((p.stderr or p.stdout).split())[:300]
+        return False, (f"bwrap failed (exit {p.returncode}): {err or 'no output'} — are user "
+                       "namespaces allowed (sysctl kernel.unprivileged_userns_clone=1)?")
+    return True, ""
+
+
+class SandboxWorker(runner.Worker):
+    """labkit's check worker (``labkit.check.runner.Worker``) started inside the sandbox, with
+    the extra exercise modules imported before it snapshots labkit (see :mod:`._boot`).
+    ``spec=None``: no sandbox (``--no-sandbox``), the same worker as a plain subprocess."""
+
+    def __init__(self, spec: SandboxSpec | None, modules=(), numba_cache: str | None = None):
+        super().__init__()
+        self.spec, self.modules = spec, tuple(modules)
+        self.numba_cache = numba_cache
+
+    def start(self, timeout: float = 300.0) -> None:
+        t0 = time.monotonic()
+        c2w_r, c2w_w = os.pipe()
+        w2c_r, w2c_w = os.pipe()
+        argv = [sys.executable, "-m", _BOOT, str(c2w_r), str(w2c_w), *self.modules]
+        if self.spec is not None:
+            cmd, env = self.spec.command(argv), {"PATH": "/usr/bin:/bin"}
+        else:
+            cmd = argv
+            env = {k: v for k, v in os.environ.items() if not k.startswith("LABKIT_CHECK")}
+            root = str(_labkit_dir().parent)
+            env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"]
+                                        if env.get("PYTHONPATH") else "")
+            env.update(PYTHONDONTWRITEBYTECODE="1", LABKIT_GRADING="1")
+            if self.numba_cache:
+                env["NUMBA_CACHE_DIR"] = self.numba_cache
+        debug = os.environ.get("LABKIT_CHECK_DEBUG") == "1"
+        self.proc = subprocess.Popen(
+            cmd, pass_fds=(c2w_r, w2c_w), stdin=subprocess.DEVNULL,
+            stdout=None if debug else subprocess.DEVNULL,
+            stderr=None if debug else subprocess.DEVNULL,
+            env=env, cwd="/tmp" if self.spec is not None else os.getcwd(),
+            start_new_session=True, close_fds=True)
+        os.close(c2w_r)
+        os.close(w2c_w)
+        self.wfd, self.rfd = c2w_w, w2c_r
+        try:
+            hello = runner.read_frame(self.rfd, time.monotonic() + timeout)
+        except TimeoutError:
+            hello = None
+        if not (isinstance(hello, dict) and hello.get("ready")):
+            err = hello.get("error") if isinstance(hello, dict) else None
+            self.stop()
+            raise RuntimeError("labkit's check worker did not start"
+                               + (" in the sandbox" if self.spec else "")
+                               + (f": {err}" if err else ""))
+        self.started_s = time.monotonic() - t0
+        self.starts += 1
