@@ -319,9 +319,12 @@ def pcc_tiles_rows(Z, tile, kb, R, owner):
 
 
 # ---------------------------------------------------------------- passes over id ranges
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def tiles_to_buffer(Z, tile, kb, J0, J1, buf):
-    """One pass (Alg. 2): tiles J0..J1-1 into buf[J-J0, :, :] (tile-local rows and columns)."""
+    """One pass (Alg. 2): tiles J0..J1-1 into buf[J-J0, :, :] (tile-local rows and columns).
+
+    ``nogil`` (as ``extract_pairs``): a Python thread can compute the next pass while another
+    extracts this one — Alg. 2's double buffering, shown in the notebook."""
     n = Z.shape[0]
     m = (n + tile - 1) // tile
     for b in prange(J1 - J0):
@@ -332,7 +335,7 @@ def tiles_to_buffer(Z, tile, kb, J0, J1, buf):
                     buf[b], i0, j0)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def extract_pairs(buf, n, tile, J0, threshold):
     """(i, j, r) of every pair i < j in the pass's tiles with |r| ≥ threshold (tile order)."""
     m = (n + tile - 1) // tile
