@@ -169,6 +169,9 @@ class Worker:
                 return None, "timeout"
             except (OSError, ValueError, EOFError):
                 reply = None
+            except BaseException:      # KeyboardInterrupt: the reply would answer the next check
+                self.stop()
+                raise
             if reply is None:
                 code = self.proc.wait(timeout=10) if self.proc is not None else None
                 self.stop()
