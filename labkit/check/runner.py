@@ -8,7 +8,7 @@ and answers over a pipe no student code in this process can reach. A worker that
 timed out or saw tampering is replaced before the next check.
 
 :func:`run_source` runs a check straight from cell sources (the grader's entry point: no
-notebook is executed). ``LABKIT_CHECK_TIMEOUT`` (seconds, default 300) bounds one check.
+notebook is executed). ``LABKIT_CHECK_TIMEOUT`` (seconds, default 180) bounds one check; Ctrl-C stops it.
 """
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ def in_worker() -> bool:
 
 def default_timeout() -> float:
     try:
-        return float(os.environ.get("LABKIT_CHECK_TIMEOUT", "300"))
+        return float(os.environ.get("LABKIT_CHECK_TIMEOUT", "180"))
     except ValueError:
-        return 300.0
+        return 180.0
 
 
 def write_frame(fd: int, obj, _dumps=marshal.dumps, _write=os.write, _pack=_HEADER.pack) -> None:
