@@ -9,7 +9,9 @@ tables, segmented evaluation) with numba. Seed: ``../shared/seeds/003_e45b70debb
 Files: ``__init__`` (inputs, plain-numpy reference, validation, ``encode`` / ``search``),
 ``kernels`` (popcount, combine + popcount, contingency, MI), ``dfs`` (the depth-first search
 kernel and its plan), ``_intrinsics`` (LLVM vector intrinsics), ``bench`` (``run_benchmark``,
-``TARGETS``), ``checks`` (``check.popcount`` / ``masked_mi`` / ``fused_count``).
+``TARGETS``), ``checks`` (the exercise checks and hints), ``__main__`` (``python -m
+labkit.epistasis``, also under ``mpiexec -n R``: ``search(..., comm=…)`` splits the first SNPs
+over ranks by ``rank_snp_range``).
 
 Conventions
 -----------
@@ -42,7 +44,8 @@ __all__ = [
     "combine_popcount_scalar", "contingency", "contingency_fused", "mi_combinations",
     "mi_branchy", "mi_masked", "mi_table", "mi_batch_branchy", "mi_batch_masked",
     "mi_batch_table", "nlogn_table", "search_stats", "default_block", "default_batch",
-    "TARGETS", "run_benchmark", "phase_times", "MULA_KIND",
+    "TARGETS", "run_benchmark", "phase_times", "MULA_KIND", "rank_snp_range",
+    "first_snp_work",
 ]
 
 #: named sizes for make_inputs (a dict overrides any key)
@@ -336,8 +339,9 @@ def mi_combinations(enc: Encoded, combos) -> np.ndarray:
     return _mi_combinations(enc.bits, enc.case_words, c, nlogn_table(enc.n_cases + enc.n_controls))
 
 
-def _plan(enc: Encoded, order, top, threads, block, batch, progress) -> _Plan:
-    """Validate the search arguments; split the first-SNP tasks over threads (and progress steps)."""
+def _plan(enc: Encoded, order, top, threads, block, batch, progress, first=None) -> _Plan:
+    """Validate the search arguments; split the first-SNP tasks (all, or the range ``first`` =
+    (lo, hi) of one MPI rank) over threads (and progress steps)."""
     order = _check_order(order, enc.n_snps)
     top = positive_int(top, "top", hint="combinations to return")
     threads = check_threads(threads)
@@ -358,12 +362,16 @@ def _plan(enc: Encoded, order, top, threads, block, batch, progress) -> _Plan:
     ids = np.arange(n) if order > 1 else np.arange(n)
     if order > 1:
         ids = ids[: n - order + 1]
+    if first is not None:
+        ids = ids[(ids >= first[0]) & (ids < first[1])]
+        combos = int(work[ids].sum()) if order > 1 else int(ids.size)
     if progress is None:
         progress = combos * 3 ** order * enc.words > 5e10
     nchunks = 1 if not progress else min(50, max(1, len(ids) // (4 * threads)))
     # contiguous chunks of roughly equal work (progress bar steps)
     cum = np.cumsum(work[ids])
-    edges = np.searchsorted(cum, np.linspace(0, cum[-1], nchunks + 1)[1:-1])
+    edges = (np.searchsorted(cum, np.linspace(0, cum[-1], nchunks + 1)[1:-1]) if ids.size
+             else [])
     parts = [p for p in np.split(ids, edges) if p.size]
     chunks = [(_assign(p, int(threads)), int(sum(math.comb(n - 1 - int(x), order - 1)
                                                 for x in p)) if order > 1 else p.size)
@@ -374,11 +382,29 @@ def _plan(enc: Encoded, order, top, threads, block, batch, progress) -> _Plan:
 
 
 def search(genotypes, labels, order: int = 2, top: int = 10, threads: int | None = None,
-           block: int | None = None, batch: int | None = None, progress: bool | None = None):
-    """Exhaustive order-k search: the ``top`` SNP combinations by MI as [(indices, mi_nats), …]."""
+           block: int | None = None, batch: int | None = None, progress: bool | None = None,
+           comm=None):
+    """Exhaustive order-k search: the ``top`` SNP combinations by MI as [(indices, mi_nats), …].
+
+    ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``): every rank searches the
+    first-SNP range ``rank_snp_range(rank, size, n, order)`` (equal triangular work), the ranks'
+    top lists are merged exactly (same ranking keys) and every rank returns the list one process
+    would. Every rank must pass the same data."""
     enc = genotypes if isinstance(genotypes, Encoded) else encode(genotypes, labels)
-    plan = _plan(enc, order, top, threads, block, batch, progress)
-    return _run_plan(plan, progress is not False and len(plan.chunks) > 1)
+    size = 1 if comm is None else int(comm.Get_size())
+    if size == 1:
+        plan = _plan(enc, order, top, threads, block, batch, progress)
+        return _run_plan(plan, progress is not False and len(plan.chunks) > 1)
+    rank = int(comm.Get_rank())
+    o = _check_order(order, enc.n_snps)
+    first = rank_snp_range(rank, size, enc.n_snps, o)
+    show = bool(progress) and rank == 0
+    plan = _plan(enc, o, top, threads, block, batch, show, first=first)
+    mine = _select(*_candidates(plan, show), plan.order, plan.top)
+    parts = comm.allgather(mine)
+    q, m, idx = (np.concatenate([p[t] for p in parts]) for t in range(3))
+    q, m, idx = _select(q, m, idx.reshape(-1, plan.order), plan.order, plan.top)
+    return _as_list(m, idx)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,7 +412,8 @@ def search(genotypes, labels, order: int = 2, top: int = 10, threads: int | None
 # ---------------------------------------------------------------------------------------------
 
 from ._intrinsics import popcount64  # noqa: E402
-from .dfs import (_assign, _l1_l2, _last_stage, _Plan, _run_plan, _search_kernel,  # noqa: E402
+from .dfs import (_as_list, _assign, _candidates, _l1_l2, _last_stage, _Plan,  # noqa: E402
+                  _run_plan, _search_kernel, _select, first_snp_work, rank_snp_range,
                   _segments, _task_work, default_batch, default_block, search_stats)
 from .kernels import (_HAS_AVX2, _MI_SCALE, _WORD_CHUNK, MAX_ORDER, MULA_KIND,  # noqa: E402
                       _mi_combinations, and_popcount, combine_popcount, combine_popcount_scalar,

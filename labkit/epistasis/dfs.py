@@ -267,14 +267,16 @@ class _Plan:
     phases: int = 3           # 1 = prefix tables, 2 = + counts, 3 = + MI (see _search_kernel)
 
 
-def _run_plan(plan: _Plan, progress: bool) -> list:
+def _candidates(plan: _Plan, progress: bool):
+    """Run the plan: (q, mi, indices) of every worker's top list, filled entries only (q is the
+    MI rounded to 1e-11 nats, the ranking key)."""
     enc = plan.enc
     bar = None
     if progress and len(plan.chunks) > 1:
         from tqdm.auto import tqdm
         bar = tqdm(total=plan.combos, unit="comb", unit_scale=True,
                    desc=f"order-{plan.order} search")
-    qs, ms, ids = [], [], []
+    qs, ms, ids = [np.zeros(0, np.int64)], [np.zeros(0)], [np.zeros((0, plan.order), np.int64)]
     try:
         with use_threads(plan.threads):
             for (tasks, ntasks), ncomb in plan.chunks:
@@ -293,10 +295,48 @@ def _run_plan(plan: _Plan, progress: bool) -> list:
     m = np.concatenate(ms)
     idx = np.concatenate(ids)
     keep = q >= 0
-    q, m, idx = q[keep], m[keep], idx[keep]
-    order_keys = [idx[:, t] for t in range(plan.order - 1, -1, -1)] + [-q]
-    sel = np.lexsort(order_keys)[: plan.top]
-    return [(tuple(int(v) for v in idx[s]), float(m[s])) for s in sel]
+    return q[keep], m[keep], idx[keep]
+
+
+def _select(q, m, idx, order: int, top: int):
+    """The ``top`` best of the candidates (q descending, then indices ascending): (q, m, idx)."""
+    order_keys = [idx[:, t] for t in range(order - 1, -1, -1)] + [-q]
+    sel = np.lexsort(order_keys)[:top]
+    return q[sel], m[sel], idx[sel]
+
+
+def _as_list(m, idx) -> list:
+    return [(tuple(int(v) for v in idx[s]), float(m[s])) for s in range(len(m))]
+
+
+def _run_plan(plan: _Plan, progress: bool) -> list:
+    q, m, idx = _select(*_candidates(plan, progress), plan.order, plan.top)
+    return _as_list(m, idx)
+
+
+def first_snp_work(n_snps: int, order: int) -> np.ndarray:
+    """Combinations that start with first SNP i, for i = 0 … n − order (C(n − 1 − i, order − 1))."""
+    return _task_work(n_snps, order)[: max(n_snps - order + 1, 0)]
+
+
+def rank_snp_range(rank: int, size: int, n_snps: int, order: int) -> tuple[int, int]:
+    """First-SNP range ``[lo, hi)`` of MPI rank ``rank`` of ``size``: contiguous ranges of equal
+    triangular work (rank 0 gets few first SNPs, each starting many combinations; the last rank
+    many that start few)."""
+    work = first_snp_work(n_snps, order)
+    if work.size == 0:
+        return (0, 0)
+    cum = np.concatenate([[0.0], np.cumsum(work)])
+    edges = [0]
+    for r in range(1, size):         # the boundary whose work before it is nearest r/size
+        goal = cum[-1] * r / size
+        e = int(np.searchsorted(cum, goal))
+        if e > 0 and (e > work.size or goal - cum[e - 1] <= cum[e] - goal):
+            e -= 1
+        edges.append(e)
+    edges.append(work.size)
+    edges = np.maximum.accumulate(np.clip(edges, 0, work.size))
+    return int(edges[rank]), int(edges[rank + 1])
 
 
 def search_stats(n_snps: int, order: int) -> dict:
