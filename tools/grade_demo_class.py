@@ -1,16 +1,24 @@
-"""Write a demo class of submissions for one solution notebook, to dry-run `labkit grade`.
+"""Write a synthetic class for one solution notebook, to dry-run `labkit grade`.
 
-    .venv/bin/python tools/grade_demo_class.py solutions/00_tools.ipynb /tmp/class -n 10
-    .venv/bin/labkit grade /tmp/class --out /tmp/grades.csv --json /tmp/grades.json --jobs 2
+    .venv/bin/python tools/grade_demo_class.py solutions/00_tools.ipynb /tmp/class
+    .venv/bin/labkit grade /tmp/class --out /tmp/grades/grades.csv --jobs 2
 
-Students cycle through: complete, stubs, first exercise only, hard-coded ✔ outputs,
-monkeypatched labkit.check, infinite loop, os._exit, malformed JSON, renamed exercise cell,
-complete with edited check cells. The expected verdicts are printed.
+One student per kind below (``-n`` repeats the list). Honest students — complete, stripped cell
+metadata, saved under another lab's file name, a stray ``-Copy1`` stub beside the real notebook,
+a renamed exercise ``grade_id``, edited check cells — must get full marks (flags allowed).
+Cheats — hard-coded ✔ outputs, a monkeypatched ``labkit.check``, an endless loop, ``os._exit``,
+reading the answer key through ``labkit.__file__``, reading a classmate's notebook found through
+``/proc``, editing labkit on disk (also one that restores itself), a detached process that edits
+labkit later, the network, ``id`` (root?), delegating to labkit's own answer kernel (a wrapper,
+an alias, a computed ``getattr``), forging ``json.dumps``, the clock, an IPython ``pre_run_cell``
+hook — must get zero points or a flag. A malformed notebook gets one ``unreadable`` row.
+The expected outcome of each student is printed (and returned by :func:`make`).
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import sys
 from pathlib import Path
 
@@ -19,20 +27,23 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from labkit.release import BEGIN, END, release_notebook  # noqa: E402
 
-KINDS = ["complete", "stubs", "first-only", "hard-coded", "monkeypatch", "loop", "exit",
-         "malformed", "renamed", "edited-checks"]
-EXPECT = {"complete": "all passed", "stubs": "all not implemented",
-          "first-only": "first passed, rest not implemented",
-          "hard-coded": "all not implemented (outputs ignored)",
-          "monkeypatch": "first wrong/error, rest not implemented (patch undone), flagged",
-          "loop": "first timed out, rest not implemented",
-          "exit": "first crashed, rest not implemented (later cells replayed)",
-          "malformed": "one row: unreadable", "renamed": "first missing, rest passed",
-          "edited-checks": "all passed (edits ignored), flagged"}
+HONEST = ["complete", "stripped-metadata", "renamed-file", "copy1", "renamed-grade-id",
+          "edited-checks"]
+CHEATS = ["hard-coded", "monkeypatch", "loop", "exit", "answer-key", "classmate",
+          "tamper-disk", "tamper-restore", "detached", "network", "root", "delegate-wrapper",
+          "delegate-alias", "delegate-getattr", "forge-json", "forge-clock", "forge-hook"]
+OTHER = ["malformed"]
+KINDS = HONEST + CHEATS + OTHER
+EXPECT = {**{k: "full" for k in HONEST}, **{k: "zero or flag" for k in CHEATS},
+          "malformed": "unreadable"}
+
+
+def _nbg(cell) -> dict:
+    return (cell.get("metadata", {}).get("nbgrader") or {})
 
 
 def _gid(cell) -> str:
-    return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id", "")
+    return _nbg(cell).get("grade_id", "")
 
 
 def _region(src: str, body: list[str]) -> str:
@@ -51,56 +62,212 @@ def _region(src: str, body: list[str]) -> str:
     return "\n".join(out)
 
 
-def make(sol_path: Path, folder: Path, n: int) -> list[tuple[str, str]]:
-    """Write ``n`` submissions into ``folder``; return (student, expected) pairs."""
+def _exercises(sol) -> list[tuple[int, str, str]]:
+    """(cell index, exercise name, function name) of each exercise cell."""
+    from labkit.grade import parse_check_line
+    fns = {}
+    for c in sol.cells:
+        g = _nbg(c)
+        if g.get("grade") and not g.get("solution") and c.cell_type == "code":
+            name, fn, _ = parse_check_line(c.source)
+            fns[f"ex-{name}"] = (name, fn)
+    return [(i, *fns[_gid(c)]) for i, c in enumerate(sol.cells)
+            if c.cell_type == "code" and _nbg(c).get("solution") and _gid(c) in fns]
+
+
+def _answers(name: str) -> list[str]:
+    try:
+        from labkit import check
+        return list(check.get(name).answers)
+    except Exception:  # noqa: BLE001 - no answers declared: the delegation kinds are skipped
+        return []
+
+
+def _cheat_cell(kind: str, src: str, name: str, fn: str, gid: str, sol_name: str) -> str | None:
+    """The exercise cell a cheat of ``kind`` hands in (None: this kind does not apply)."""
+    stub = ["raise NotImplementedError"]
+    if kind == "monkeypatch":
+        return ("import labkit.check as _c\n"
+                "_c.Exercise.__call__ = lambda self, s=None, *a, **k: _c.CheckResult("
+                "self.name, True, self.points, self.points, 'passed', 'ok')\n"
+                + _region(src, ["return None"]))
+    if kind == "loop":
+        return _region(src, ["while True:", "    pass"])
+    if kind == "exit":
+        return _region(src, ["import os", "os._exit(1)"])
+    if kind == "answer-key":
+        return (f"def {fn}(*args, **kw):\n"
+                "    import json, pathlib, labkit\n"
+                "    root = pathlib.Path(labkit.__file__).resolve().parent.parent\n"
+                f"    nb = json.loads((root / 'solutions' / {sol_name!r}).read_text())\n"
+                "    code = [''.join(c['source']) for c in nb['cells'] if c['cell_type'] == "
+                "'code']\n"
+                "    ns = {}\n"
+                "    for s in code:\n"
+                "        try:\n"
+                "            exec(s, ns)\n"
+                "        except Exception:\n"
+                "            pass\n"
+                f"    return ns[{fn!r}](*args, **kw)\n")
+    if kind == "classmate":
+        return (f"def {fn}(*args, **kw):\n"
+                "    import json, os, pathlib\n"
+                "    for pid in os.listdir('/proc'):\n"
+                "        try:\n"
+                "            argv = open(f'/proc/{pid}/cmdline').read().split('\\0')\n"
+                "        except OSError:\n"
+                "            continue\n"
+                "        for a in argv:\n"
+                "            p = pathlib.Path(a)\n"
+                "            for nbp in (p.glob('**/*.ipynb') if p.is_dir() else []):\n"
+                "                if 'complete' not in str(nbp):\n"
+                "                    continue\n"
+                "                ns = {}\n"
+                "                for c in json.loads(nbp.read_text())['cells']:\n"
+                "                    if c['cell_type'] == 'code':\n"
+                "                        try:\n"
+                "                            exec(''.join(c['source']), ns)\n"
+                "                        except Exception:\n"
+                "                            pass\n"
+                f"                if {fn!r} in ns:\n"
+                f"                    return ns[{fn!r}](*args, **kw)\n"
+                "    raise NotImplementedError\n")
+    if kind in ("tamper-disk", "tamper-restore"):
+        restore = ["p.write_text(old)"] if kind == "tamper-restore" else []
+        return _region(src, ["import labkit, pathlib",
+                             "p = pathlib.Path(labkit.__file__).parent / 'bench' / '__init__.py'",
+                             "old = p.read_text()",
+                             "p.write_text(old + '\\n# the next student passes\\n')",
+                             *restore, *stub])
+    if kind == "detached":
+        return _region(src, ["import subprocess, labkit, pathlib",
+                             "p = pathlib.Path(labkit.__file__).parent / 'bench' / 'timing.py'",
+                             "subprocess.Popen(['/bin/sh', '-c', f'sleep 5; echo >> {p}'],",
+                             "                 start_new_session=True)", *stub])
+    if kind == "network":
+        return _region(src, ["import urllib.request",
+                             "urllib.request.urlopen('http://127.0.0.1:9/answers', timeout=2)",
+                             *stub])
+    if kind == "root":
+        return _region(src, ["import os, subprocess",
+                             "if subprocess.run(['id', '-u'], capture_output=True, "
+                             "text=True).stdout.strip() == '0':",
+                             "    os.system('touch /labkit-was-root')", *stub])
+    answers = _answers(name)
+    if kind.startswith("delegate") and not answers:
+        return None
+    if kind.startswith("delegate"):
+        mod, attr = answers[0].split(":")
+        if kind == "delegate-wrapper":
+            return (f"import {mod} as _answers\n"
+                    f"def {fn}(*args, **kw):\n    return _answers.{attr}(*args, **kw)\n")
+        if kind == "delegate-alias":
+            return f"from {mod} import {attr} as {fn}\n"
+        head, tail = attr[: len(attr) // 2], attr[len(attr) // 2:]
+        return (f"import importlib\n"
+                f"def {fn}(*args, **kw):\n"
+                f"    m = importlib.import_module({mod!r})\n"
+                f"    return getattr(m, {head!r} + {tail!r})(*args, **kw)\n")
+    if kind == "forge-json":
+        return ("import json\n_dumps = json.dumps\n"
+                "json.dumps = lambda o, *a, **k: _dumps(dict(o, passed=True, verdict='passed') "
+                "if isinstance(o, dict) else o, *a, **k)\n" + _region(src, stub))
+    if kind == "forge-clock":
+        return ("import time\n_t = [0.0]\n"
+                "def _fast():\n    _t[0] += 1e-9\n    return _t[0]\n"
+                "time.perf_counter = _fast\n" + _region(src, stub))
+    return None
+
+
+def make(sol_path: Path, folder: Path, n: int = 1) -> list[tuple[str, str]]:
+    """Write the class into ``folder``; return (student, expected) pairs — expected is
+    ``full``, ``zero or flag`` or ``unreadable``."""
+    sol_path = Path(sol_path)
     sol = nbformat.read(sol_path, as_version=4)
     stub = release_notebook(sol, sol_path.name)
-    ex_cells = [i for i, c in enumerate(sol.cells) if c.cell_type == "code"
-                and (c.metadata.get("nbgrader") or {}).get("solution")]
-    if not ex_cells:
+    exs = _exercises(sol)
+    if not exs:
         raise SystemExit(f"{sol_path} has no exercise cells")
-    first = ex_cells[0]
+    other_name = "01_alignment.ipynb" if not sol_path.name.startswith("01_") else "00_tools.ipynb"
     folder.mkdir(parents=True, exist_ok=True)
     out = []
-    for k in range(n):
+    for k in range(n * len(KINDS)):
         kind = KINDS[k % len(KINDS)]
-        name = f"student{k + 1:02d}_{kind}"
-        nb = copy.deepcopy(stub)
-        if kind in ("complete", "edited-checks", "renamed"):
-            nb = copy.deepcopy(sol)
-        if kind == "first-only":
-            nb.cells[first] = copy.deepcopy(sol.cells[first])
+        student = f"s{k + 1:02d}_{kind}"
+        nb = copy.deepcopy(sol if kind in HONEST else stub)
+        path = folder / f"{student}.ipynb"
+        if kind == "stripped-metadata":
+            for c in nb.cells:
+                c.metadata = {}
+            nb.metadata.pop("labkit", None)
+        if kind == "renamed-file":
+            path = folder / student / other_name
+        if kind == "copy1":
+            path = folder / student / sol_path.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(stub, path.with_name(path.stem + "-Copy1.ipynb"))
+        if kind == "renamed-grade-id":
+            nb.cells[exs[0][0]].metadata["nbgrader"]["grade_id"] = "ex-my_version"
+        if kind == "edited-checks":
+            for c in nb.cells:
+                if _gid(c).startswith("check-"):
+                    c.source = "print('I edited this')\n" + c.source
+                    c.metadata["nbgrader"]["points"] = 99
         if kind == "hard-coded":
             for c in nb.cells:
                 if _gid(c).startswith("check-"):
                     c.source = f"print('✔ {_gid(c)[6:]}: passed — all good')"
                     c.outputs = [nbformat.v4.new_output("stream", name="stdout",
                                                         text=f"✔ {_gid(c)[6:]}: passed\n")]
-        if kind == "monkeypatch":
-            c = nb.cells[first]
-            c.source = ("import labkit.check as _c\n"
-                        "_c.Exercise.__call__ = lambda self, s=None, *a, **k: _c.CheckResult("
-                        "self.name, True, self.points, self.points, 'passed', 'ok')\n"
-                        + _region(sol.cells[first].source, ["return None"]))
-        if kind == "loop":
-            nb.cells[first].source = _region(sol.cells[first].source,
-                                             ["while True:", "    pass"])
-        if kind == "exit":
-            nb.cells[first].source = "import os\nos._exit(1)\n" + sol.cells[first].source
-        if kind == "renamed":
-            nb.cells[first].metadata["nbgrader"]["grade_id"] = "ex-renamed_by_student"
-        if kind == "edited-checks":
-            for c in nb.cells:
-                if _gid(c).startswith("check-"):
-                    c.source = "print('I edited this')\n" + c.source
-                    c.metadata["nbgrader"]["points"] = 99
-        path = folder / f"{name}.ipynb"
+        if kind == "forge-hook":
+            nb.cells.insert(1, nbformat.v4.new_code_cell(
+                "ip = get_ipython()\n"
+                "def _forge(info):\n"
+                "    if 'check.' in info.raw_cell:\n"
+                "        print('✔ passed — all good')\n"
+                "ip.events.register('pre_run_cell', _forge)\n"))
+        if kind.startswith("delegate") and not any(_answers(name) for _, name, _ in exs):
+            continue                           # no exercise declares labkit's answer kernels
+        if kind in CHEATS:
+            shift = 1 if kind == "forge-hook" else 0
+            for i, name, fn in exs:
+                new = _cheat_cell(kind, sol.cells[i].source, name, fn, _gid(sol.cells[i]),
+                                  sol_path.name)
+                if new is not None:
+                    nb.cells[i + shift].source = new
+        path.parent.mkdir(parents=True, exist_ok=True)
         if kind == "malformed":
             path.write_text(nbformat.writes(nb)[:-200], encoding="utf-8")
         else:
             nbformat.write(nb, path)
-        out.append((name, EXPECT[kind]))
+        out.append((student, EXPECT[kind]))
     return out
+
+
+def judge(results: list[dict], expected: list[tuple[str, str]]) -> list[str]:
+    """What went against expectation (empty: every honest student full marks, every cheat
+    zero or a flag) — ``results`` from ``labkit.grade.grade`` / the JSON's submissions."""
+    from labkit.grade.report import counted
+    per: dict[str, dict] = {}
+    for r in counted(results):
+        s = per.setdefault(r["student"], {"got": 0.0, "max": 0.0, "flags": 0, "status": set()})
+        s["status"].add(r.get("status"))
+        s["flags"] += sum(len(v) for v in (r.get("flags") or {}).values())
+        for e in r["exercises"]:
+            s["got"] += float(e["points"])
+            s["max"] += float(e["max_points"])
+    bad = []
+    for student, exp in expected:
+        s = per.get(student)
+        if s is None:
+            bad.append(f"{student}: no result")
+        elif exp == "full" and not (s["got"] == s["max"] > 0):
+            bad.append(f"{student}: honest but {s['got']:g} / {s['max']:g}")
+        elif exp == "zero or flag" and s["got"] > 0 and not s["flags"]:
+            bad.append(f"{student}: cheat scored {s['got']:g} / {s['max']:g} with no flag")
+        elif exp == "unreadable" and s["status"] != {"unreadable"}:
+            bad.append(f"{student}: expected unreadable, got {s['status']}")
+    return bad
 
 
 def main(argv=None) -> int:
@@ -108,10 +275,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("solution", type=Path)
     p.add_argument("folder", type=Path)
-    p.add_argument("-n", type=int, default=10)
+    p.add_argument("-n", type=int, default=1, help="how many times to repeat the list of kinds")
+    p.add_argument("--judge", type=Path, default=None,
+                   help="a grades JSON (labkit grade --json) to compare with the expectations")
     a = p.parse_args(argv)
-    for name, exp in make(a.solution, a.folder, a.n):
+    pairs = make(a.solution, a.folder, a.n)
+    for name, exp in pairs:
         print(f"{name:<28} expect: {exp}")
+    if a.judge:
+        bad = judge(json.loads(a.judge.read_text())["submissions"], pairs)
+        print("\n".join(bad) or "as expected: every honest student full marks, every cheat "
+                                "zero or flagged")
+        return 1 if bad else 0
     return 0
 
 

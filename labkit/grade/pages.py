@@ -133,7 +133,7 @@ def report_html(results: list[dict]) -> str:
     body.append("<h2>Measured speedups</h2>")
     if speed:
         fig, ax = plt.subplots(figsize=(7, 3))
-        ax.boxplot(list(speed.values()), vert=False)
+        ax.boxplot(list(speed.values()), orientation="horizontal")
         ax.set_yticks(range(1, len(speed) + 1), list(speed))
         ax.set_xlabel("speedup over labkit's baseline kernel (×)")
         body.append(_png(fig))
@@ -143,7 +143,7 @@ def report_html(results: list[dict]) -> str:
     times = [float(r.get("duration_s") or 0) for r in res]
     if times:
         fig, ax = plt.subplots(figsize=(7, 2.5))
-        ax.hist(times, bins=min(20, max(3, len(times))), color="#55a868")
+        ax.hist(times, bins=min(20, max(3, len(times))), color="#55a868", edgecolor="white")
         ax.set_xlabel("seconds to grade one notebook")
         ax.set_ylabel("notebooks")
         body.append(_png(fig))
