@@ -32,12 +32,13 @@ import numpy as np
 from labkit._common import int_array, positive_int, raise_mismatch, use_threads
 from labkit._sizes import resolve_size
 
-from .scoring import ALPHABET, Scoring, _as_scoring, decode, encode, fits_int16
+from .scoring import _LOOKUP, ALPHABET, Scoring, _as_scoring, decode, encode, fits_int16
 
 __all__ = [
     "ALPHABET", "Scoring", "SIZES", "Inputs", "AlignmentInputs", "encode", "decode", "make_inputs",
     "reference", "parasail_scores", "validate", "align", "fits_int16",
     "align_scalar", "align_transposed_promoted", "align_transposed", "transpose_batch",
+    "transpose_ragged",
     "align_batched", "align_batched_serial",
     "TARGETS", "run_benchmark", "cpu_compare", "throughput", "check_transpose", "check_transposed_inner",
 ]
@@ -258,6 +259,10 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     lanes = positive_int(lanes, "lanes", hint="pairs per batch, e.g. 64")
+    if method != "scalar":
+        fast = _align_letters(seqs1, seqs2, sc, lanes, threads, method)
+        if fast is not None:
+            return fast
     c1, l1 = _as_codes(seqs1, "seqs1")
     c2, l2 = _as_codes(seqs2, "seqs2")
     if c1.shape[0] != c2.shape[0]:
@@ -287,10 +292,51 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
         return out
 
 
+def _letters(seqs):
+    """(raw latin-1 bytes as uint8, int64 offsets) of a list/tuple of str, or None (not all str,
+    empty list, an empty sequence: the general path handles and reports those)."""
+    if not isinstance(seqs, (list, tuple)) or not seqs:
+        return None
+    for s in seqs:
+        if type(s) is not str:
+            return None
+    lens = np.fromiter(map(len, seqs), np.int64, count=len(seqs))
+    if lens.min() == 0:
+        return None
+    raw = np.frombuffer("".join(seqs).encode("latin-1", errors="replace"), np.uint8)
+    off = np.zeros(lens.size + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    return raw, off, lens
+
+
+def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
+    """``align`` on two lists of str in one pass per batch (letters → codes → transposed batch
+    → scores, ``kernels._align_ragged_*``): no padded code arrays. None when the input is not
+    two non-empty lists of str of the same size, a letter is outside the alphabet, or int16
+    could overflow (the general path then validates, reports or widens)."""
+    a, b = _letters(seqs1), _letters(seqs2)
+    if a is None or b is None or a[2].size != b[2].size:
+        return None
+    (raw1, off1, l1), (raw2, off2, l2) = a, b
+    if not fits_int16(int(l1.max()), int(l2.max()), sc):
+        return None
+    n = l1.size
+    width = max(32, (lanes + 31) // 32 * 32)
+    equal = l1.min() == l1.max() and l2.min() == l2.max()
+    order = np.arange(n, dtype=np.int64) if equal else np.lexsort((l1, l2)).astype(np.int64)
+    out = np.empty(n, np.int32)
+    with use_threads(threads):
+        kernel = (_align_ragged_parallel if numba.get_num_threads() > 1 and n > width
+                  else _align_ragged_serial)
+        bad = kernel(raw1, off1, raw2, off2, order, _LOOKUP, sc, width, out)
+    return out if bad == -1 else None
+
+
 # ---------------------------------------------------------------------------- kernels (re-exported)
-from .kernels import (_align_scalar_lens, _scalar_pair, align_batched,  # noqa: E402
-                      align_batched_serial, align_scalar, align_transposed,
-                      align_transposed_promoted, transpose_batch)
+from .kernels import (_align_ragged_parallel, _align_ragged_serial,  # noqa: E402
+                      _align_scalar_lens, _scalar_pair, align_batched, align_batched_serial,
+                      align_scalar, align_transposed, align_transposed_promoted, transpose_batch,
+                      transpose_ragged)
 
 #: Names that live in submodules importing this package (imported on first use, so that
 #: ``__init__`` → ``bench``/``checks`` → ``__init__`` is no module-level cycle).

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["align_scalar", "transpose_batch", "align_transposed_promoted", "align_transposed",
+__all__ = ["align_scalar", "transpose_batch", "transpose_ragged", "align_transposed_promoted",
+           "align_transposed",
            "align_batched", "align_batched_serial"]
 
 
@@ -338,3 +339,111 @@ def align_batched_serial(seqs1, lens1, seqs2, lens2, scoring, lanes=64):
         _run_batch(seqs1, lens1, seqs2, lens2, scoring.match, scoring.mismatch, scoring.gap_open,
                    scoring.gap_extend, start, min(start + lanes, n), lanes, out)
     return out
+
+
+# ---------------------------------------------------------------------------- ragged batches
+@njit(cache=True)
+def transpose_ragged(flat, offsets, lanes):
+    """A ragged batch → the padded transposed layout the lane loop reads.
+
+    ``flat``: every sequence's codes concatenated (uint8), sequence p = ``flat[offsets[p]:
+    offsets[p + 1]]``. Returns ``(T, lens)``: ``T`` C-contiguous uint8 (longest length ×
+    pairs rounded up to a multiple of ``lanes``), ``T[i, k]`` = code i of sequence k, 0 past its
+    end and in the padding lanes; ``lens`` int64 (one per lane, 0 for padding lanes)."""
+    n = offsets.size - 1
+    w = max(1, (n + lanes - 1) // lanes) * lanes
+    L = 1
+    for p in range(n):
+        L = max(L, offsets[p + 1] - offsets[p])
+    T = np.zeros((L, w), np.uint8)
+    lens = np.zeros(w, np.int64)
+    for p in range(n):
+        o = offsets[p]
+        m = offsets[p + 1] - o
+        lens[p] = m
+        for i in range(m):
+            T[i, p] = flat[o + i]
+    return T, lens
+
+
+@njit(cache=True)
+def _gather(raw, offsets, order, start, stop, lanes, lut, T, lens):
+    """Pairs order[start:stop] of a ragged batch of raw letters → T (L × lanes, codes through
+    ``lut``; zeros elsewhere) and lens (their lengths; padding lanes get the full size L).
+    Returns the index into ``raw`` of the first letter outside the alphabet, or -1."""
+    L = T.shape[0]
+    T[:, :] = 0
+    for k in range(lanes):
+        lens[k] = L
+    for k in range(stop - start):
+        p = order[start + k]
+        o = offsets[p]
+        m = offsets[p + 1] - o
+        lens[k] = m
+        for i in range(m):
+            c = lut[raw[o + i]]
+            if c > 4:
+                return o + i
+            T[i, k] = c
+    return -1
+
+
+@njit(cache=True)
+def _ragged_batch(raw1, off1, raw2, off2, order, lut, mt, mm, go, ge, start, stop, lanes, out):
+    """One batch of ``_align_ragged``: gather + transpose + align; -1 or the bad letter's
+    position (as ``-2 - index`` into raw1, or ``-2 - index - raw1.size`` into raw2)."""
+    L1 = 1
+    L2 = 1
+    for k in range(start, stop):
+        p = order[k]
+        L1 = max(L1, off1[p + 1] - off1[p])
+        L2 = max(L2, off2[p + 1] - off2[p])
+    s1T = np.empty((L1, lanes), np.uint8)
+    s2T = np.empty((L2, lanes), np.uint8)
+    l1 = np.empty(lanes, np.int64)
+    l2 = np.empty(lanes, np.int64)
+    bad = _gather(raw1, off1, order, start, stop, lanes, lut, s1T, l1)
+    if bad >= 0:
+        return -2 - bad
+    bad = _gather(raw2, off2, order, start, stop, lanes, lut, s2T, l2)
+    if bad >= 0:
+        return -2 - bad - raw1.size
+    res = np.empty(lanes, np.int32)
+    _batch_kernel(s1T, s2T, l1, l2, mt, mm, go, ge, res)
+    for k in range(start, stop):
+        out[order[k]] = res[k - start]
+    return -1
+
+
+@njit(cache=True)
+def _align_ragged_serial(raw1, off1, raw2, off2, order, lut, scoring, lanes, out):
+    """Letters in, scores out, one thread: each batch of ``lanes`` pairs (in ``order``) is
+    encoded, transposed and aligned in one pass (no padded 2-D code arrays). Returns -1, or the
+    first bad letter's position as in ``_ragged_batch``."""
+    n = order.size
+    nb = (n + lanes - 1) // lanes
+    for bi in range(nb):
+        start = bi * lanes
+        r = _ragged_batch(raw1, off1, raw2, off2, order, lut, scoring.match, scoring.mismatch,
+                          scoring.gap_open, scoring.gap_extend, start, min(start + lanes, n),
+                          lanes, out)
+        if r != -1:
+            return r
+    return -1
+
+
+@njit(cache=True, parallel=True)
+def _align_ragged_parallel(raw1, off1, raw2, off2, order, lut, scoring, lanes, out):
+    """``_align_ragged_serial`` with threads over batches."""
+    n = order.size
+    nb = (n + lanes - 1) // lanes
+    errs = np.full(nb, -1, np.int64)
+    for bi in prange(nb):
+        start = bi * lanes
+        errs[bi] = _ragged_batch(raw1, off1, raw2, off2, order, lut, scoring.match,
+                                 scoring.mismatch, scoring.gap_open, scoring.gap_extend, start,
+                                 min(start + lanes, n), lanes, out)
+    for bi in range(nb):
+        if errs[bi] != -1:
+            return errs[bi]
+    return -1
