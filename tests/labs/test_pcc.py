@@ -368,45 +368,6 @@ def _first_row_coords(n, J):
     return 0, J
 
 
-@numba.njit
-def _tile_loop(Z, tile):
-    n, l = Z.shape
-    R = np.empty((n, n))
-    m = (n + tile - 1) // tile
-    for Jt in range(m * (m + 1) // 2):
-        yt, xt = pcc.tile_coords(n, tile, Jt)
-        for y in range(yt * tile, min(n, (yt + 1) * tile)):
-            for x in range(max(y, xt * tile), min(n, (xt + 1) * tile)):
-                s = 0.0
-                for k in range(l):
-                    s += Z[y, k] * Z[x, k]
-                R[y, x] = s
-                R[x, y] = s
-    return R
-
-
-@numba.njit
-def _upper_only(Z, tile):
-    n = Z.shape[0]
-    R = np.zeros((n, n))
-    for i in range(n):
-        for j in range(i, n):
-            R[i, j] = np.dot(Z[i], Z[j])
-    return R
-
-
-def _tile_96(n, l):
-    return 96
-
-
-def _tile_0(n, l):
-    return 0
-
-
-def _tile_float(n, l):
-    return 3.5
-
-
 def test_check_job_coords(report_speed):
     from labkit import check
     r = check.job_coords(_exact_coords)
@@ -419,23 +380,10 @@ def test_check_job_coords(report_speed):
     assert stub.verdict == "not implemented" and "map J back" in stub.message
 
 
-def test_check_tile_loop(report_speed):
+def test_checks_registered_by_the_lab():
     from labkit import check
-    r = check.tile_loop(_tile_loop)
-    assert r.passed, str(r)
-    bad = check.tile_loop(_upper_only)
-    assert bad.verdict == "wrong" and "lower" in bad.message
-    assert check.tile_loop(_stub).verdict == "not implemented"
-
-
-def test_check_pick_tile(report_speed):
-    from labkit import check
-    assert check.pick_tile(_tile_96).passed
-    assert check.pick_tile(_tile_0).verdict == "wrong"
-    assert check.pick_tile(_tile_float).verdict == "wrong"
-    assert check.pick_tile(_stub).verdict == "not implemented"
-    for name in ("job_coords", "tile_loop", "pick_tile"):     # registered by labkit.pcc.checks
-        assert check.get(name).module == "labkit.pcc.checks"
+    for name in ("job_coords", "float_breaks", "tile_loop", "block4x4", "split_ids"):
+        assert check.get(name).module == "labkit.pcc.checks"       # the fake students: test_pcc_exercises.py
 
 
 def test_tile_pairs_and_owner_matrix():
