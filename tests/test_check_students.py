@@ -275,3 +275,12 @@ def test_imports_rebuilt_from_globals_without_input_history():
     text = _imports_from_globals(src, globals(), set())
     assert "import numpy as np" in text and "njit" in text
     assert "import labkit.lesson00.kernels as K" in text
+
+
+def colsum_two_args(a, b):
+    return a
+
+
+def test_wrong_signature_is_the_students_error():
+    r = check.colsum(colsum_two_args)
+    assert r.verdict == "error" and "your function raised TypeError" in r.message, str(r)
