@@ -291,6 +291,11 @@ class Guard:
     def _check_loaded(self, obj, seen, depth, glb) -> None:
         if obj is _MISSING:
             return
+        if isinstance(obj, (list, tuple, set, frozenset, dict)) and depth < 4 and len(obj) < 1000:
+            items = list(obj.values()) + list(obj) if isinstance(obj, dict) else list(obj)
+            for v in items:                  # FUNCS = [A.transpose_batch] … FUNCS[0](x)
+                self._check_loaded(v, seen, depth + 1, glb)
+            return
         label = self._answer_label(obj)
         if label is not None:
             self._delegate(label, "your function uses labkit's kernel")
