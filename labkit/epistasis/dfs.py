@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from numba import njit, prange
@@ -315,28 +316,42 @@ def _run_plan(plan: _Plan, progress: bool) -> list:
 
 
 def first_snp_work(n_snps: int, order: int) -> np.ndarray:
-    """Combinations that start with first SNP i, for i = 0 … n − order (C(n − 1 − i, order − 1))."""
-    return _task_work(n_snps, order)[: max(n_snps - order + 1, 0)]
+    """Combinations that start with first SNP i, for i = 0 … n − order: C(n − 1 − i, order − 1)
+    (float64; exact while the values stay below 2**53)."""
+    m = np.arange(n_snps - 1, order - 2, -1, dtype=np.float64)     # n − 1 − i
+    w = np.ones_like(m)
+    for t in range(order - 1):
+        w *= (m - t) / (t + 1)
+    return np.rint(w)
+
+
+@lru_cache(maxsize=8)
+def _work_cumsum(n_snps: int, order: int) -> np.ndarray:
+    return np.concatenate([[0.0], np.cumsum(first_snp_work(n_snps, order))])
 
 
 def rank_snp_range(rank: int, size: int, n_snps: int, order: int) -> tuple[int, int]:
     """First-SNP range ``[lo, hi)`` of MPI rank ``rank`` of ``size``: contiguous ranges of equal
     triangular work (rank 0 gets few first SNPs, each starting many combinations; the last rank
     many that start few)."""
-    work = first_snp_work(n_snps, order)
-    if work.size == 0:
+    cum = _work_cumsum(int(n_snps), int(order))
+    nw = cum.size - 1
+    if nw <= 0:
         return (0, 0)
-    cum = np.concatenate([[0.0], np.cumsum(work)])
-    edges = [0]
-    for r in range(1, size):         # the boundary whose work before it is nearest r/size
+
+    def edge(r):                 # the boundary whose work before it is nearest r/size
+        if r <= 0:
+            return 0
+        if r >= size:
+            return nw
         goal = cum[-1] * r / size
         e = int(np.searchsorted(cum, goal))
-        if e > 0 and (e > work.size or goal - cum[e - 1] <= cum[e] - goal):
+        if e > 0 and (e > nw or goal - cum[e - 1] <= cum[e] - goal):
             e -= 1
-        edges.append(e)
-    edges.append(work.size)
-    edges = np.maximum.accumulate(np.clip(edges, 0, work.size))
-    return int(edges[rank]), int(edges[rank + 1])
+        return e
+    lo = edge(rank)
+    hi = max(lo, edge(rank + 1))
+    return int(lo), int(hi)
 
 
 def search_stats(n_snps: int, order: int) -> dict:
