@@ -393,3 +393,13 @@ def test_tile_pairs_and_owner_matrix():
     assert M[0].tolist() == [0, 1, 2] and np.isnan(M[1, 0]) and M[2, 2] == 5
     with pytest.raises(ValueError):
         pcc.owner_matrix(np.arange(5), 10, 4)
+
+
+def test_bench_blas_threads_and_info():
+    pytest.importorskip("threadpoolctl", reason="threadpoolctl not installed (pip install threadpoolctl)")
+    from labkit.pcc import bench as pcc_bench
+    with pcc_bench.blas_threads(1) as pinned:
+        info = pcc_bench.blas_info()
+    assert pinned is True
+    assert "1 threads" in info and "kernels" in info, info
+    assert any(t.need == 1.1 and "BLAS" in t.claim for t in pcc_bench.TARGETS)
