@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 _LABEL = re.compile(r'^("?[\w.$\-]+"?):')
 _DEFINE = re.compile(r'^define\b')
-_ENTRIES: set = set()
 _TARGETS = re.compile(r'label %("?[\w.$\-]+"?)')
 
 
@@ -19,18 +18,19 @@ class Loop:
     inner: bool = True
 
 
-def blocks(ir: str) -> dict[str, list[str]]:
-    """{block name: its instruction lines} of every function in ``ir`` (names made unique)."""
+def blocks(ir: str, entries: set | None = None) -> dict[str, list[str]]:
+    """{block name: its instruction lines} of every function in ``ir`` (names made unique as
+    ``f<n>:<label>``); ``entries`` receives each function's entry block."""
     out: dict[str, list[str]] = {}
     cur = None
     fn = 0
-    entries = _ENTRIES
-    entries.clear()
+    entries = set() if entries is None else entries
     for line in ir.splitlines():
         if _DEFINE.match(line):
             fn += 1
             cur = f"f{fn}:entry"
             out[cur] = []
+            entries.add(cur)
             continue
         if line.startswith("}"):
             cur = None
@@ -39,6 +39,7 @@ def blocks(ir: str) -> dict[str, list[str]]:
         if m and cur is not None:
             if cur.endswith(":entry") and not out[cur]:
                 del out[cur]
+                entries.discard(cur)
                 entries.add(f"f{fn}:{m.group(1).strip(chr(34))}")
             cur = f"f{fn}:{m.group(1).strip(chr(34))}"
             out[cur] = []
@@ -60,7 +61,8 @@ def _succ(name: str, lines: list[str]) -> list[str]:
 
 def loops(ir: str) -> list[Loop]:
     """Natural loops (one per header) of the IR, with ``inner`` set for innermost ones."""
-    bl = blocks(ir)
+    entries: set = set()
+    bl = blocks(ir, entries)
     order = list(bl)
     succ = {b: [s for s in _succ(b, bl[b]) if s in bl] for b in order}
     pred: dict[str, list[str]] = {b: [] for b in order}
@@ -69,7 +71,7 @@ def loops(ir: str) -> list[Loop]:
             pred[s].append(b)
     # dominators per function (iterative)
     dom: dict[str, set] = {}
-    for fn_entry in [b for b in order if b.endswith(":entry") or b in _ENTRIES]:
+    for fn_entry in [b for b in order if b in entries]:
         fn = fn_entry.split(":", 1)[0]
         nodes = [b for b in order if b.startswith(fn + ":")]
         # reachable nodes only
