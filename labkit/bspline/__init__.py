@@ -61,8 +61,8 @@ __all__ = [
     "TARGETS", "run_benchmark", "Workload", "ndbspline_of", "ndbspline_vgh",
     "ndbspline_chunk_sweep", "tile_sweep", "layout_throughputs", "time_interleaved",
     "thread_scaling",
-    # checks.py (imported on first use) and labkit.hardware (the roofline's limits)
-    "TILE_TOLERANCE", "TILE_CHOICES", "measure_bandwidth", "measure_fma_rate",
+    # labkit.hardware (the roofline's limits, imported on first use)
+    "measure_bandwidth", "measure_fma_rate",
 ]
 
 #: Documented tolerance for float32 coefficients: |err| ≤ rtol · max|quantity| per output.
@@ -294,8 +294,7 @@ _LAZY = {name: ".bench" for name in (
     "TARGETS", "run_benchmark", "Workload", "_ScipyWorkload", "_bench_sizes", "ndbspline_of",
     "ndbspline_vgh", "ndbspline_chunk_sweep", "tile_sweep", "layout_throughputs",
     "time_interleaved", "thread_scaling")}
-_LAZY.update({"TILE_TOLERANCE": ".checks", "TILE_CHOICES": ".checks",
-              "measure_bandwidth": "labkit.hardware", "measure_fma_rate": "labkit.hardware"})
+_LAZY.update({"measure_bandwidth": "labkit.hardware", "measure_fma_rate": "labkit.hardware"})
 
 
 def __getattr__(name: str):

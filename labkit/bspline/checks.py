@@ -1,41 +1,31 @@
-"""Exercise checks of lab 02: ``check.aos_to_soa``, ``check.soa_inner_loop``, ``check.tile_size``."""
+"""Lab 02's exercise checks and their hints: ``soa_inner_loop`` (the SoA loop over splines,
+vectorised with FMAs), ``spill_n`` (predict from the cache sizes where one position's working set
+leaves L1 and L2), ``aosoa_driver`` (tiles of Nb splines over threads, per-thread scratch, ragged
+last tile, no allocation per tile), ``flat_tiles`` (positions × tiles in one ``prange``, two
+threads judged by wall time) and ``vgh_cost`` (FLOP and DRAM bytes per VGH for the roofline)."""
 from __future__ import annotations
+
+import time
 
 import numba
 import numpy as np
 
-from labkit.check import CheckFailure, exercise, mismatch, rng, speed_enforced
-from labkit.check import require_njit, speed_gate, vectorized_gate
+from labkit import hints
+from labkit.check import (CheckFailure, exercise, fma_gate, mismatch, note, require_njit, rng,
+                          speed_enforced, speed_gate, vectorized_gate)
+from labkit.check.guard import Guard, unwrap
+from labkit.check.speed import Measurement
 
-from . import (STREAMS, Workload, aos_to_soa, make_inputs, new_output, prefactors, tile_sweep,
-               time_interleaved, vgh_aos, vgh_soa)
+from . import STREAMS, flops_per_eval, make_inputs, new_output, prefactors, to_aosoa
+from .kernels import vgh_aos, vgh_soa
 
-#: A chosen tile passes when its throughput is within this fraction of the best measured tile.
-TILE_TOLERANCE = 0.25
-#: Tile sizes the tile-choice check measures (plus the student's own choice).
-TILE_CHOICES = (16, 32, 64, 128, 256, 512, 1024)
-_TILE_CHECK_SIZE = {"grid": (8, 8, 8), "n": 1024, "positions": 64}
-
-
-@exercise("aos_to_soa", points=1, answers=("labkit.bspline.layouts:aos_to_soa",
-                                           "labkit.bspline:aos_to_soa"))
-def check_aos_to_soa(student):
-    """``student(v, g, h)`` → SoA streams ``(10, N)`` in STREAMS order, from one position's AoS output."""
-    r = rng()
-    for N in (1, 8, int(r.integers(9, 300))):
-        v = r.standard_normal(N)
-        g = r.standard_normal((N, 3))
-        h = r.standard_normal((N, 3, 3))
-        h = h + np.swapaxes(h, 1, 2)
-        got = student(v.copy(), g.copy(), h.copy())
-        if isinstance(got, (list, tuple)):
-            got = np.asarray(got)
-        msg = mismatch(got, aos_to_soa(v, g, h), name="soa")
-        if msg is not None:
-            raise AssertionError(f"{msg} — rows must be {', '.join(STREAMS)}")
-    return "all 10 streams right for N = 1, 8 and a random N"
+#: labkit's own tile drivers: handing one of them in (or calling it) is "uses labkit's answer".
+_TILE_ANSWERS = ("labkit.bspline.kernels:vgh_aosoa", "labkit.bspline.kernels:_batch_tiles",
+                 "labkit.bspline.kernels:_batch_tiles_blocked", "labkit.bspline.kernels:_walker_tiles",
+                 "labkit.bspline:evaluate_vgh", "labkit.bspline:walker_tiles")
 
 
+# ----------------------------------------------------------------------------- 1. the SoA loop
 def _soa_case(r, grid, N, dtype=np.float64):
     coefs = r.standard_normal(tuple(grid) + (N,)).astype(dtype)
     pos = r.random((1, 3)) * 2.0 - 0.5
@@ -48,7 +38,8 @@ def _soa_case(r, grid, N, dtype=np.float64):
                                                "labkit.bspline.kernels:vgh_aosoa",
                                                "labkit.bspline:evaluate_vgh"))
 def check_soa_inner_loop(student):
-    """``student(coefs, idx, pref, out)`` fills the SoA streams ``out (10, ≥N)`` like ``vgh_soa``."""
+    """``student(coefs, idx, pref, out)`` fills the SoA streams ``out (10, ≥N)`` like ``vgh_soa``;
+    compiled, vectorised at the host's native width, with FMAs, ≥ 1.5× the AoS kernel."""
     r = rng()
     for grid, N in (((4, 5, 6), 1), ((7, 4, 5), 8), ((5, 6, 4), int(r.integers(9, 90)))):
         coefs, idx, pref = _soa_case(r, grid, N)
@@ -64,6 +55,7 @@ def check_soa_inner_loop(student):
     require_njit(student)
     sig = tuple(numba.typeof(a) for a in (coefs, idx, pref, out))
     vectorized_gate(student, sig)
+    fma_gate(student, sig)
     x = make_inputs({"grid": (8, 8, 8), "n": 512, "positions": 1}, seed=1)
     idx, pref = prefactors(x.positions, x.grid)
     aos = new_output(x.n, "aos")
@@ -72,34 +64,325 @@ def check_soa_inner_loop(student):
     return "matches vgh_soa on 3 random grids"
 
 
-@exercise("tile_size", points=1, answers=())   # a choice, judged by measurement
-def check_tile_size(student):
-    """``student(inputs)`` → a tile size Nb whose AoSoA throughput on ``inputs`` is within
-    TILE_TOLERANCE of the best tile measured now (8³ grid, N = 1024, one thread, CPU time)."""
-    x = make_inputs(_TILE_CHECK_SIZE, seed=int(rng().integers(1 << 30)))
-    choice = student(x)
-    if isinstance(choice, bool) or not isinstance(choice, (int, np.integer)):
-        raise AssertionError(f"return the tile size as an int (splines per tile), got {choice!r}")
-    choice = int(choice)
-    if not 1 <= choice <= x.n:
-        raise AssertionError(f"tile size must be between 1 and N = {x.n}, got {choice}")
-    tiles = sorted(set(TILE_CHOICES) | {choice})
-    sweep = tile_sweep(x, tiles=tiles, repeat=3, min_time=0.02)
-    best = max((t for t in sweep if t != "soa"), key=lambda t: sweep[t])
-    if best == choice:
-        return f"Nb = {choice} was the fastest tile measured"
-    secs = time_interleaved({"best": Workload(x, "aosoa", tile=best),
-                             "yours": Workload(x, "aosoa", tile=choice)}, clock="cpu", repeat=5)
-    frac = secs["best"] / secs["yours"]
-    note = (f"Nb = {choice} ran at {frac:.0%} of the sweep's best tile (Nb = {best}); "
-            f"need ≥ {1 - TILE_TOLERANCE:.0%}")
-    if frac >= 1 - TILE_TOLERANCE:
-        return note
-    if speed_enforced():
-        raise CheckFailure("not fast enough", note)
-    return note + " — speed reported only (LABKIT_SPEED=report)"
+# ----------------------------------------------------------------------------- 2. a prediction
+#: Bytes per spline of one position's working set, in units of the element size: the 10 SoA
+#: output streams plus the 64 coefficients (4 × 4 × 4 grid points) the position reads.
+WORKING_SET_ITEMS = 10 + 64
+#: A prediction of the spill point within this fraction of the count passes.
+SPILL_TOLERANCE = 0.10
 
 
-#: The exercises this lab registers (``check.<name>``).
-CHECKS = {"aos_to_soa": check_aos_to_soa, "soa_inner_loop": check_soa_inner_loop,
-          "tile_size": check_tile_size}
+def spill_points(l1: int, l2: int, itemsize: int = 8) -> tuple[int, int]:
+    """The N at which one position's working set (``WORKING_SET_ITEMS · itemsize · N`` bytes)
+    no longer fits ``l1`` and ``l2`` bytes — what ``spill_n`` asks students to predict."""
+    per = WORKING_SET_ITEMS * int(itemsize)
+    return int(l1) // per, int(l2) // per
+
+
+@exercise("spill_n", points=1, answers=("labkit.bspline.checks:spill_points",))
+def check_spill_n(student):
+    """``student(l1, l2, itemsize)`` → (N_L1, N_L2), each within 10 % of the spill point of one
+    position's working set (10 output streams + 64 coefficients per spline), for this machine's
+    caches (``labkit.hardware``) and for two other machines' caches, float64 and float32."""
+    from labkit import hardware
+
+    hw = hardware.info()
+    r = rng()
+    cases = [(int(hw["l1d"]), int(hw["l2"]), 8),
+             (int(r.choice([32, 48, 64])) << 10, int(r.choice([256, 512, 1024, 1280])) << 10, 4),
+             (int(r.choice([16, 32, 128])) << 10, int(r.choice([2048, 4096])) << 10, 8)]
+    for l1, l2, item in cases:
+        got = student(l1, l2, item)
+        if not isinstance(got, (tuple, list, np.ndarray)) or len(got) != 2:
+            raise CheckFailure("wrong", f"return the pair (N_L1, N_L2), got {got!r}")
+        want = spill_points(l1, l2, item)
+        for level, g, w in zip(("L1", "L2"), got, want):
+            if isinstance(g, (bool, np.bool_)) or not isinstance(g, (int, float, np.integer,
+                                                                     np.floating)):
+                raise CheckFailure("wrong", f"N_{level} must be a number, got {g!r}")
+            if not abs(float(g) - w) <= SPILL_TOLERANCE * w:
+                raise CheckFailure(
+                    "wrong", f"{l1 >> 10} KiB L1, {l2 >> 10} KiB L2, {item}-byte elements: "
+                             f"N_{level} = {float(g):.0f} is {float(g) / max(w, 1):.2f}× the "
+                             f"spill point (within {SPILL_TOLERANCE:.0%} passes)")
+    n1, n2 = spill_points(*cases[0])
+    return (f"this machine: N_L1 ≈ {n1}, N_L2 ≈ {n2} in float64; right for 2 other cache "
+            "sizes too")
+
+
+# ----------------------------------------------------------------------------- 3. the AoSoA driver
+def _alloc_count() -> int:
+    from numba.core.runtime import _nrt_python
+    from numba.core.runtime import rtsys
+
+    try:
+        return int(rtsys.get_allocation_stats().alloc)
+    except RuntimeError:                       # stats are off unless switched on
+        _nrt_python.memsys_enable_stats()
+        return int(rtsys.get_allocation_stats().alloc)
+
+
+def parallel_gate(fn, signature) -> None:
+    """A numba parallel loop (``prange`` under ``parallel=True``) in the compiled function."""
+    disp = require_njit(fn, "technique missing")
+    from labkit import inspect as lk_inspect
+
+    ir = str(lk_inspect.llvm_ir(disp, signature))
+    if not disp.targetoptions.get("parallel") or "__numba_parfor_gufunc" not in ir:
+        raise CheckFailure("technique missing", "no parallel loop in your compiled code — "
+                                                "@njit(parallel=True) and a prange over the tiles")
+    note("parallel loop present")
+
+
+def _tile_case(r, grid, N, Nb):
+    coefs = r.standard_normal(tuple(grid) + (N,))
+    pos = r.random((1, 3))
+    idx, pref = prefactors(pos, grid)
+    return to_aosoa(coefs, Nb), coefs, idx[0], pref[0]
+
+
+@exercise("aosoa_driver", points=2, answers=_TILE_ANSWERS)
+def check_aosoa_driver(student):
+    """``student(tcoefs, n, idx, pref, out)`` fills ``out[:, :n]`` (SoA, 10 streams) from the
+    AoSoA tiles ``tcoefs (M, nx, ny, nz, Nb)`` at one position; right on ragged last tiles and
+    leaves ``out[:, n:]`` alone; a parallel loop; allocations per call do not grow with the
+    number of tiles (numba's allocation counter)."""
+    r = rng()
+    for grid, N, Nb in (((4, 5, 6), 8, 8), ((6, 4, 5), int(r.integers(17, 40)), 8),
+                        ((5, 5, 4), int(r.integers(65, 130)), 16), ((4, 4, 4), 3, 4)):
+        tc, coefs, idx, pref = _tile_case(r, grid, N, Nb)
+        out = np.full((10, N + 5), -7.0)
+        student(tc, N, idx, pref, out)
+        exp = new_output(N, "soa")
+        vgh_soa(coefs, idx, pref, exp)
+        scale = float(np.max(np.abs(exp[:, :N]))) or 1.0
+        msg = mismatch(out[:, :N], exp[:, :N], name="out", rtol=1e-9, atol=1e-12 * scale)
+        if msg is not None:
+            raise AssertionError(f"{msg} (N = {N}, Nb = {Nb}: {tc.shape[0]} tiles, the last "
+                                 f"with {N - (tc.shape[0] - 1) * Nb} splines)")
+        if not np.all(out[:, N:] == -7.0):
+            col = int(np.argwhere(out[:, N:] != -7.0)[0][1]) + N
+            raise CheckFailure("wrong", f"out[:, {col}] was written: N = {N}, so the last tile "
+                                        f"(zero-padded to Nb = {Nb}) must copy only its first "
+                                        f"{N - (tc.shape[0] - 1) * Nb} splines")
+    sig = tuple(numba.typeof(a) for a in (tc, N, idx, pref, out))
+    parallel_gate(student, sig)
+    # the allocation counter: one call with 2 tiles, one with 32 (same Nb)
+    counts = []
+    for N in (16, 256):
+        tc, coefs, idx, pref = _tile_case(r, (4, 4, 4), N, 8)
+        out = np.zeros((10, N))
+        student(tc, N, idx, pref, out)          # compiled and warm
+        a0 = _alloc_count()
+        student(tc, N, idx, pref, out)
+        counts.append(_alloc_count() - a0)
+    if counts[1] > counts[0]:
+        raise CheckFailure("technique missing",
+                           f"{counts[0]} allocations per call with 2 tiles, {counts[1]} with 32: "
+                           "something is allocated per tile inside the prange — allocate the "
+                           "per-thread scratch once, before the loop")
+    note(f"{counts[1]} allocations per call, whatever the number of tiles")
+    return "right on 4 tile layouts, ragged last tiles included"
+
+
+# ----------------------------------------------------------------------------- 4. one flat prange
+#: Two threads must beat one by this factor (wall time, median interval) in both shapes.
+FLAT_NEED = 1.3
+
+
+def _thread_ratio(raw, args, threads=2, rounds=9, min_time=0.01):
+    """Wall-time ratio (1 thread ÷ ``threads``) of ``raw(*args)``, ABBA rounds → Measurement."""
+    def timed(th, loops):
+        numba.set_num_threads(th)
+        t0 = time.perf_counter()
+        for _ in range(loops):
+            raw(*args)
+        return (time.perf_counter() - t0) / loops
+
+    prev = numba.get_num_threads()
+    try:
+        raw(*args)
+        t = max(timed(1, 1), 1e-7)
+        loops = max(1, min(100_000, int(min_time / t)))
+        ratios = []
+        for _ in range(rounds):
+            a1, b1, b2, a2 = timed(1, loops), timed(threads, loops), timed(threads, loops), \
+                timed(1, loops)
+            ratios.append(min(a1, a2) / max(min(b1, b2), 1e-12))
+        return Measurement(ratios)
+    finally:
+        numba.set_num_threads(prev)
+
+
+def _no_nested_prange(student) -> None:
+    """Refuse a prange inside another prange's body (numba runs the inner one serially)."""
+    import ast
+    import inspect as _inspect
+    import textwrap
+
+    fn = getattr(unwrap(student), "py_func", None)
+    try:
+        tree = ast.parse(textwrap.dedent(_inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return
+
+    def is_prange(node):
+        f = node.iter.func if isinstance(node.iter, ast.Call) else None
+        return f is not None and (getattr(f, "id", None) == "prange"
+                                  or getattr(f, "attr", None) == "prange")
+
+    for outer in ast.walk(tree):
+        if isinstance(outer, ast.For) and is_prange(outer):
+            for inner in ast.walk(outer):
+                if inner is not outer and isinstance(inner, ast.For) and is_prange(inner):
+                    raise CheckFailure(
+                        "technique missing",
+                        f"a prange inside a prange (line {inner.lineno} of your function): numba "
+                        "runs the inner one serially, so one walker's tiles never share the "
+                        "threads — make positions × tiles one prange")
+
+
+@exercise("flat_tiles", points=2, answers=_TILE_ANSWERS)
+def check_flat_tiles(student):
+    """``student(tcoefs, idx, pref, out)`` fills ``out (P, M, 10, ≥Nb)`` with every position ×
+    tile (like ``_batch_tiles``), in a parallel loop; on 2 threads it must beat 1 thread by
+    ≥ FLAT_NEED (wall time, interval of the median, else ``inconclusive``) both for one walker
+    with 16 tiles and for 16 walkers with one tile — which only one flat prange does."""
+    r = rng()
+    for grid, N, Nb, P in (((4, 5, 6), 8, 8, 1), ((6, 4, 5), int(r.integers(17, 40)), 8, 3),
+                           ((5, 5, 4), 32, 32, int(r.integers(2, 6)))):
+        coefs = r.standard_normal(grid + (N,))
+        idx, pref = prefactors(r.random((P, 3)), grid)
+        tc = to_aosoa(coefs, Nb)
+        out = np.full((P, tc.shape[0], 10, Nb), np.nan)
+        student(tc, idx, pref, out)
+        for p in range(P):
+            exp = new_output(N, "soa")
+            vgh_soa(coefs, idx[p], pref[p], exp)
+            got = np.moveaxis(out[p], 0, 1).reshape(10, -1)[:, :N]
+            scale = float(np.max(np.abs(exp[:, :N]))) or 1.0
+            msg = mismatch(got, exp[:, :N], name=f"position {p}", rtol=1e-9, atol=1e-12 * scale)
+            if msg is not None:
+                raise AssertionError(f"{msg} (P = {P} positions, {tc.shape[0]} tiles of {Nb})")
+    sig = tuple(numba.typeof(a) for a in (tc, idx, pref, out))
+    parallel_gate(student, sig)
+    _no_nested_prange(student)
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        note("one thread only on this machine: speed not judged")
+        return "every position × tile right"
+    raw = unwrap(student)
+    guard = student if isinstance(student, Guard) else None
+    shapes = {"one walker, 16 tiles": (1, 16), "16 walkers, one tile": (16, 1)}
+    enforce = speed_enforced()
+    verdicts = []
+    kw = dict(rounds=9, min_time=0.01) if enforce else dict(rounds=2, min_time=0.003)
+    for label, (P, M) in shapes.items():
+        Nb = 256
+        x = make_inputs({"grid": (8, 8, 8), "n": M * Nb, "positions": P}, seed=2)
+        idx, pref = prefactors(x.positions, x.grid)
+        tc = to_aosoa(x.coefs, Nb)
+        args = (tc, idx, pref, np.empty((P, M, 10, Nb)))
+        if guard is not None:
+            guard.snapshot.extend()
+            guard.precompile(args)
+            with guard.tracing():
+                m = _thread_ratio(raw, args, **kw)
+            guard.verify()
+        else:
+            m = _thread_ratio(raw, args, **kw)
+        verdicts.append((label, m))
+    text = "; ".join(f"{label}: 2 threads {m.ratio:.2f}× 1 thread [{m.low:.2f}, {m.high:.2f}]"
+                     for label, m in verdicts)
+    if not enforce:
+        note(text + " (wall time) — speed reported only (LABKIT_SPEED=report)")
+        return "every position × tile right"
+    if any(m.high < FLAT_NEED for _, m in verdicts):
+        slow = [label for label, m in verdicts if m.high < FLAT_NEED]
+        raise CheckFailure("not fast enough" if all(m.ratio >= 1.1 for _, m in verdicts)
+                           else "no change",
+                           f"{text}; need ≥ {FLAT_NEED:g}× in both — {', '.join(slow)} did not "
+                           "gain from the second thread (is the loop over positions × tiles "
+                           "one prange?)")
+    if any(m.low < FLAT_NEED for _, m in verdicts):
+        raise CheckFailure("inconclusive", f"{text} straddles {FLAT_NEED:g}× — the machine is "
+                                           "too busy to decide; run the check again")
+    note(text)
+    return "every position × tile right"
+
+
+# ----------------------------------------------------------------------------- 5. the roofline's numbers
+def vgh_cost(itemsize: int = 8) -> tuple[int, int]:
+    """FLOP and DRAM bytes per spline per position (what ``vgh_cost`` asks students to count):
+    656 FLOP; 64 coefficients read and 10 outputs written, ``itemsize`` bytes each."""
+    return flops_per_eval(), WORKING_SET_ITEMS * int(itemsize)
+
+
+@exercise("vgh_cost", points=1, answers=("labkit.bspline:flops_per_eval",
+                                         "labkit.bspline:traffic_per_eval",
+                                         "labkit.bspline.checks:vgh_cost"))
+def check_vgh_cost(student):
+    """``student(itemsize)`` → (FLOP, bytes) per spline per position, exactly: the kernel's
+    operations (FMA = 2, per-column weights not counted) and the bytes from/to DRAM."""
+    for item in (8, 4):
+        got = student(item)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise CheckFailure("wrong", f"return the pair (flops, bytes), got {got!r}")
+        flops, nbytes = vgh_cost(item)
+        if got[0] != flops:
+            raise CheckFailure("wrong", f"FLOP per spline per position: got {got[0]!r} — count, "
+                                        "for each of the 16 (x, y) columns, the three z-sums and "
+                                        "the ten output updates")
+        if got[1] != nbytes:
+            raise CheckFailure("wrong", f"bytes per spline per position with {item}-byte "
+                                        f"elements: got {got[1]!r} — what each position must "
+                                        "read from and write to memory once")
+    return f"{flops} FLOP and {vgh_cost(8)[1]} B (float64) per spline per position"
+
+
+# ----------------------------------------------------------------------------- hints
+# Tier 1 (the concept) is the exercise stub's `# Hint:` line in solutions/02_bspline.md.
+hints.define(
+    "soa_inner_loop",
+    "each output of spline n adds an x·y weight times a z-sum of this column's 4 "
+    "coefficients; a derivative along an axis takes that axis's derivative weight",
+    "in the loop over n: load the 4 z-coefficients of spline n, form the three z-sums (value, "
+    "∂z, ∂²z) with c, d, e, then add each stream's x·y weight × z-sum into out[s, n]; the "
+    "x-derivative lives in a′ (dab, dadb, d2ab), the y-derivative in b′ (adb, dadb, ad2b), "
+    "the z-derivative in the z-sum (dz, d2z)",
+    "p0 = coefs[ix, iy, k0, n] … p3; vz = c0*p0 + … + c3*p3; dz (d0..d3); d2z (e0..e3); "
+    "out[0, n] += ab*vz; out[1, n] += dab*vz; out[2, n] += adb*vz; out[3, n] += ab*dz; then "
+    "hxx d2ab*vz, hxy dadb*vz, hxz dab*dz, hyy ad2b*vz, hyz adb*dz, hzz ab*d2z")
+hints.define(
+    "spill_n",
+    "for one position, which bytes must stay close while its 16 column passes run: the "
+    "outputs it updates, and the coefficients it reads?",
+    "per spline that is 10 output values and 4 × 4 × 4 = 64 coefficients, itemsize bytes "
+    "each; the working set grows linearly with N, so divide the cache size by the bytes per "
+    "spline",
+    "per = (10 + 64) * itemsize; return l1 // per, l2 // per")
+hints.define(
+    "aosoa_driver",
+    "every tile is an independent SoA problem; what may the threads share, what must each "
+    "have for itself — and what does np.empty inside a prange cost per tile?",
+    "allocate scratch = np.empty((numba.get_num_threads(), 10, Nb)) before the loop; in "
+    "prange(M) take t = numba.get_thread_id(), run bs.vgh_soa(tcoefs[m], idx, pref, "
+    "scratch[t]) and copy the first min(Nb, n − m·Nb) splines into out[:, m·Nb:]",
+    "for m in prange(M): t = numba.get_thread_id(); bs.vgh_soa(tcoefs[m], idx, pref, "
+    "scratch[t]); lo = m * Nb; for s in range(10): for k in range(min(Nb, n - lo)): "
+    "out[s, lo + k] = scratch[t, s, k]")
+hints.define(
+    "flat_tiles",
+    "numba runs a prange nested in another prange serially; how do P positions × M tiles "
+    "become one loop both threads can share, however small P or M is?",
+    "one prange over P·M tasks; task t is position t // M and tile t % M, and each writes "
+    "its own out[p, m] block, so no two threads touch the same data",
+    "for t in prange(P * M): p = t // M; m = t - p * M; "
+    "bs.vgh_soa(tcoefs[m], idx[p], pref[p], out[p, m])")
+hints.define(
+    "vgh_cost",
+    "count what the kernel does per spline for one (x, y) column, then multiply by the 16 "
+    "columns; for the bytes, what must come from (and go to) DRAM at least once",
+    "a four-term sum is 4 multiplies and 3 adds; there are 3 z-sums per column and 10 "
+    "multiply-adds into the outputs (2 FLOP each). Bytes: the 64 coefficients each position "
+    "reads, plus the 10 outputs written once",
+    "flops = 16 * (3 * 7 + 10 * 2); nbytes = (64 + 10) * itemsize; return flops, nbytes")

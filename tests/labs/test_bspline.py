@@ -251,23 +251,9 @@ from labkit import check  # noqa: E402
 import labkit.bspline.checks  # noqa: E402,F401  (registers the exercises, as check's lookup does)
 
 
-def _stub(*args):
-    raise NotImplementedError("write the loop")
-
-
 # Students' answers are defined with def at module level: the checks load a student's function
-# from its source and refuse labkit's own kernels (so none of these calls bs.*).
-def _my_aos_to_soa(v, g, h):
-    return np.stack([v, g[:, 0], g[:, 1], g[:, 2],
-                     h[:, 0, 0], h[:, 0, 1], h[:, 0, 2], h[:, 1, 1], h[:, 1, 2], h[:, 2, 2]])
-
-
-def _wrong_aos_to_soa(v, g, h):            # the Hessian's rows in reverse order
-    h = h[..., ::-1, :]
-    return np.stack([v, g[:, 0], g[:, 1], g[:, 2],
-                     h[:, 0, 0], h[:, 0, 1], h[:, 0, 2], h[:, 1, 1], h[:, 1, 2], h[:, 2, 2]])
-
-
+# from its source and refuse labkit's own kernels (so none of these calls bs.*). The other
+# exercises' fake students are in test_bspline_checks.py.
 @njit(fastmath=True)
 def _my_vgh_soa(coefs, idx, pref, out):
     N = coefs.shape[3]
@@ -349,29 +335,6 @@ def _stub_soa(coefs, idx, pref, out):
     raise NotImplementedError("write the SoA inner loop")
 
 
-def _tile_128(inputs):
-    return 128
-
-
-def _tile_0(inputs):
-    return 0
-
-
-def _tile_str(inputs):
-    return "64"
-
-
-def _tile_1(inputs):                        # one spline per tile: many times slower
-    return 1
-
-
-def test_check_aos_to_soa():
-    assert check.aos_to_soa(_my_aos_to_soa).passed
-    r = check.aos_to_soa(_wrong_aos_to_soa)
-    assert r.verdict == "wrong" and "rows must be" in r.message
-    assert check.aos_to_soa(_stub).verdict == "not implemented"
-
-
 def test_check_soa_inner_loop(monkeypatch):
     monkeypatch.setenv("LABKIT_SPEED", "report")
     r = check.soa_inner_loop(_my_vgh_soa)
@@ -380,17 +343,9 @@ def test_check_soa_inner_loop(monkeypatch):
     assert r.verdict == "wrong" and "out[5," in r.message
     r = check.soa_inner_loop(_stub_soa)
     assert r.verdict == "not implemented" and "SoA inner loop" in r.message
-
-
-def test_check_tile_size(monkeypatch):
-    monkeypatch.setenv("LABKIT_SPEED", "report")
-    assert check.tile_size(_tile_128).passed
-    assert check.tile_size(_tile_0).verdict == "wrong"
-    assert check.tile_size(_tile_str).verdict == "wrong"
-    assert check.tile_size(_stub).verdict == "not implemented"
-    monkeypatch.setenv("LABKIT_SPEED", "enforce")
-    r = check.tile_size(_tile_1)
-    assert r.verdict == "not fast enough", str(r)
+    monkeypatch.setenv("LABKIT_NATIVE_BITS", "128")
+    r = check.soa_inner_loop(_my_vgh_soa)
+    assert r.passed, str(r)
 
 
 def test_run_benchmark_small():
