@@ -342,6 +342,7 @@ from .kernels import (_align_ragged_parallel, _align_ragged_serial,  # noqa: E40
 #: ``__init__`` → ``bench``/``checks`` → ``__init__`` is no module-level cycle).
 _LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "cpu_compare": "bench",
          "throughput": "bench", "_seed_args": "bench", "_parasail_fn": "bench",
+         "opal_fn": "bench", "gcups": "bench", "OPAL_MISSING": "bench",
          "check_transpose": "checks", "check_transposed_inner": "checks", "_lanes_note": "checks"}
 
 

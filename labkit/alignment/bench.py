@@ -1,6 +1,7 @@
-"""`labkit bench alignment`: ``run_benchmark`` (the steps on one 16 × 200 batch, ``align``
-against parasail, 1 vs 2 threads) and ``TARGETS``; ``throughput`` and ``cpu_compare`` for the
-notebook."""
+"""`labkit bench alignment`: ``run_benchmark`` (the steps on one 16 × 200 batch; the entry
+point ``align`` from str and from uint8 arrays beside its kernel; against parasail and Opal, with
+GCUPS; 1 vs 2 threads) and ``TARGETS``; ``throughput``, ``cpu_compare``, ``opal_fn`` and
+``gcups`` for the notebook."""
 from __future__ import annotations
 
 import numba
@@ -14,7 +15,7 @@ from .kernels import (align_batched_serial, align_scalar, align_transposed,
                       align_transposed_promoted, transpose_batch)
 from .scoring import ALPHABET
 
-__all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput"]
+__all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput", "opal_fn", "gcups", "OPAL_MISSING"]
 
 
 def _seed_args(inputs: Inputs):
@@ -45,6 +46,42 @@ def _parasail_fn(inputs: Inputs):
     return run_parasail
 
 
+#: Why the Opal rows are missing when pyopal is not installed.
+OPAL_MISSING = "Opal skipped: pyopal is not installed (pip install pyopal)"
+
+
+def opal_fn(query: str, targets: list, scoring):
+    """A zero-argument function scoring ``query`` against every target with Opal (``pyopal``,
+    SIMD across database sequences — this lab's technique — one thread, global alignment), or
+    None when pyopal is missing."""
+    try:
+        import pyopal
+        from scoring_matrices import ScoringMatrix
+    except ImportError:
+        return None
+    mt, mm, go, ge = scoring.ints()
+    matrix = ScoringMatrix([[mt if i == j else mm for j in range(5)] for i in range(5)],
+                           alphabet=ALPHABET)
+    n = len(targets)
+
+    def run_opal():
+        hits = pyopal.align(query, targets, matrix, gap_open=-go, gap_extend=-ge,
+                            algorithm="nw", threads=1, ordered=True)
+        return np.fromiter((h.score for h in hits), np.int32, n)
+    return run_opal
+
+
+def gcups(res, cells: int) -> dict:
+    """Billions of DP cells per second of every row of ``res`` (``cells`` per call)."""
+    return {name: cells / res.time(name) / 1e9 for name in res.names}
+
+
+def _with_gcups(res, cells: int):
+    res.label = (res.label or "") + " — GCUPS: " + ", ".join(
+        f"{name} {g:.2f}" for name, g in gcups(res, cells).items())
+    return res
+
+
 def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float = 0.1,
                 label: str | None = None, baseline: str | None = None):
     """``bench.compare`` of zero-argument functions in *process CPU seconds* per call
@@ -59,6 +96,14 @@ TARGETS = [
     Target("align vs parasail nw_scan_16, 4096 × 200, 1 thread, transposition included", 5,
            ratio_of("vs parasail", "labkit align (1 thread)", "parasail nw_scan_16")),
     Target("2 threads vs 1, 4096 × 200", 1.8, ratio_of("threads", "2 threads", "1 thread")),
+    Target("align(list of str) vs its kernel (uint8, padded), 4096 × 200, 1 thread, CPU time", 0.8,
+           ratio_of("entry point", "align(list of str)", "kernel align_batched_serial")),
+    Target("align(list of str) vs parasail nw_scan_16, 4096 × 200, 1 thread, CPU time", 7,
+           ratio_of("vs parasail, CPU time", "labkit align(list of str)", "parasail nw_scan_16")),
+    Target("align(list of str) vs Opal, 1 query × 4000 targets of 200, 1 thread, CPU time", 3,
+           ratio_of("vs Opal, length 200", "labkit align(list of str)", "Opal")),
+    Target("align(list of str) vs Opal, 1 query × 800 targets of 1000, 1 thread, CPU time", 2,
+           ratio_of("vs Opal, length 1000", "labkit align(list of str)", "Opal")),
 ]
 
 
@@ -77,6 +122,16 @@ def run_benchmark(size=None, repeat: int = 5):
     npairs = {"small": 1024, "large": 10000}.get(size, 4096)
     big = make_inputs({"pairs": npairs, "length": 100 if size == "small" else 200}, seed=1)
     s1, s2 = big.seqs1, big.seqs2
+    t1, t2 = big.strings()
+    cells = int((big.lens1 * big.lens2).sum())
+    out["entry point"] = _with_gcups(cpu_compare(
+        {"kernel align_batched_serial (uint8, padded)":
+            lambda: align_batched_serial(s1, big.lens1, s2, big.lens2, big.scoring, 64),
+         "align(list of str)": lambda: align(t1, t2, big.scoring, threads=1),
+         "align(uint8 arrays)": lambda: align(s1, s2, big.scoring, threads=1)},
+        work=big.pairs, repeat=repeat,
+        label=f"entry point beside its kernel, {big.pairs} pairs × {s1.shape[1]}, 1 thread, "
+              f"CPU time"), cells)
     big_expected = None
     fns = {}
     par = _parasail_fn(big)
@@ -84,14 +139,30 @@ def run_benchmark(size=None, repeat: int = 5):
         fns["parasail nw_scan_16"] = par
         big_expected = par()
     fns["labkit align (1 thread)"] = lambda: align(s1, s2, big.scoring, threads=1)
+    fns["labkit align(list of str)"] = lambda: align(t1, t2, big.scoring, threads=1)
     res = bench.compare(fns, (), repeat=repeat, work=big.pairs, unit="alignments",
                         validate=(lambda r: validate(r, big_expected)) if big_expected is not None else None,
                         label=f"vs parasail, {big.pairs} pairs × {s1.shape[1]}, single thread, "
                               f"transposition included")
     out["vs parasail"] = res
-    out["vs parasail, CPU time"] = cpu_compare(
+    out["vs parasail, CPU time"] = _with_gcups(cpu_compare(
         fns, work=big.pairs, repeat=repeat,
-        label="the same, process CPU seconds per call (robust to other jobs on the cores)")
+        label="the same, process CPU seconds per call (robust to other jobs on the cores)"), cells)
+    for length, count in ((200, 1000 if size == "small" else 4000), (1000, 200 if size == "small" else 800)):
+        db = make_inputs({"pairs": count, "length": length}, seed=5)
+        query, targets = db.strings()[0][0], db.strings()[1]
+        queries = [query] * count
+        lab = lambda q=queries, t=targets: align(q, t, db.scoring, threads=1)   # noqa: E731
+        opal = opal_fn(query, targets, db.scoring)
+        fns = {"labkit align(list of str)": lab}
+        label = f"vs Opal, length {length}: 1 query × {count} targets, 1 thread, CPU time"
+        if opal is None:
+            label += f" — {OPAL_MISSING}"
+        else:
+            validate(opal(), lab())
+            fns = {"Opal (pyopal, nw)": opal, **fns}
+        out[f"vs Opal, length {length}"] = _with_gcups(
+            cpu_compare(fns, work=count, repeat=repeat, label=label), length * length * count)
     nthreads = min(2, numba.config.NUMBA_NUM_THREADS)
     if nthreads > 1:
         one = lambda: align(s1, s2, big.scoring, threads=1)            # noqa: E731

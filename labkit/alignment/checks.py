@@ -307,7 +307,7 @@ hints.define(
 hints.define(
     "int16_lanes",
     "numba follows NumPy's scalar rules: int16 + int16, int16 + a Python int and max() of them "
-    "are int64 — the <8 x i64> vectors in lk.llvm_ir(my_align_transposed). Which values in the "
+    "are int64 — the <N x i64> vectors in lk.llvm_ir(my_align_transposed). Which values in the "
     "lane loop are i64, and how do you bring each back to int16?",
     "wrap every sum in np.int16(...) (the score, the gap opened from H, each extension); keep "
     "the scores int16 (A.Scoring's fields already are); write each maximum as a conditional "

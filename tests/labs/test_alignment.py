@@ -327,3 +327,21 @@ def test_run_benchmark_small():
     assert "parasail nw_scan_16" in str(res["vs parasail"])
     t = A.throughput(lanes=32, threads=1, pairs=64, length=50, repeat=1)
     assert t["throughput"] > 0
+
+
+def test_str_path_fused_matches_codes_and_reports_like_before():
+    inp = _inputs(70, 90, 60, vary=True, seed=21)
+    s1, s2 = inp.strings()
+    ref = A.reference(inp)
+    A.validate(A.align(tuple(s1), tuple(s2), threads=1), ref)        # tuples of str too
+    A.validate(A._align_letters(s1, s2, SC, 32, 1, "auto"), ref)     # the fused path itself
+    with pytest.raises(ValueError, match=r"seqs2\[1\]: unknown letter 'é' at position 2"):
+        A.align(["ACG", "ACG"], ["ACG", "ACé"])
+    assert A._align_letters(["ACG"], [np.array([0, 1])], SC, 32, 1, "auto") is None
+
+
+def test_transpose_ragged():
+    flat = np.arange(10, dtype=np.uint8) % 5
+    T, lens = A.transpose_ragged(flat, np.array([0, 3, 10]), 4)
+    assert T.shape == (7, 4) and T.flags.c_contiguous and list(lens) == [3, 7, 0, 0]
+    assert list(T[:3, 0]) == [0, 1, 2] and list(T[:, 1]) == list(flat[3:]) and not T[3:, 0].any()
