@@ -228,7 +228,7 @@ run_target() {  # run_target neon|sve -> pytest exit code
     log "pytest [$t: ${envs[*]:4}] $(printf '%s ' "${ids[@]}")"
     set +e
     in_root "${envs[@]}" /bin/sh -c 'cd /labkit && exec "$0" "$@"' "$VENV/bin/python" -m pytest \
-        -o addopts= -p no:cacheprovider -p no:nbval -q -ra --durations=8 \
+        -o addopts= -p no:cacheprovider -p no:nbval -v -ra --durations=10 \
         ${ARM64_PYTEST_ARGS:-} "${ids[@]}"
     local rc=$?
     set -e
