@@ -342,7 +342,8 @@ from .kernels import (_align_ragged_parallel, _align_ragged_serial,  # noqa: E40
 #: ``__init__`` → ``bench``/``checks`` → ``__init__`` is no module-level cycle).
 _LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "cpu_compare": "bench",
          "throughput": "bench", "_seed_args": "bench", "_parasail_fn": "bench",
-         "opal_fn": "bench", "gcups": "bench", "OPAL_MISSING": "bench",
+         "opal_fn": "bench", "gcups": "bench", "OPAL_MISSING": "bench", "roof": "bench",
+         "int16_op_rate": "bench", "OPS_PER_CELL": "bench",
          "check_transpose": "checks", "check_transposed_inner": "checks", "_lanes_note": "checks"}
 
 

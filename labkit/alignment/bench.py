@@ -15,7 +15,8 @@ from .kernels import (align_batched_serial, align_scalar, align_transposed,
                       align_transposed_promoted, transpose_batch)
 from .scoring import ALPHABET
 
-__all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput", "opal_fn", "gcups", "OPAL_MISSING"]
+__all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput", "opal_fn", "gcups", "OPAL_MISSING",
+           "OPS_PER_CELL", "int16_op_rate", "roof"]
 
 
 def _seed_args(inputs: Inputs):
@@ -82,6 +83,67 @@ def _with_gcups(res, cells: int):
     return res
 
 
+#: Vector ALU operations per DP cell of the int16 kernels (``kernels._cell``): the match
+#: compare and select, the diagonal add, two maxima for H, the gap opening and two extensions,
+#: two maxima for the new gaps.
+OPS_PER_CELL = 10
+
+
+def _int16_chains(y, x, reps):
+    # the DP kernels' shape: an outer loop, an inner loop across int16 lanes (vectorised), here
+    # 8 steps y = max(y + v, c) per element and pass: 16 int16 ALU ops per load/store pair
+    c = np.int16(-7)
+    for _ in range(reps):
+        for i in range(y.size):
+            v = x[i]
+            t = y[i]
+            t = np.int16(t + v)
+            t = t if t > c else c
+            t = np.int16(t + v)
+            t = t if t > c else c
+            t = np.int16(t + v)
+            t = t if t > c else c
+            t = np.int16(t + v)
+            t = t if t > c else c
+            t = np.int16(t + v)
+            t = t if t > c else c
+            t = np.int16(t + v)
+            t = t if t > c else c
+            t = np.int16(t + v)
+            t = t if t > c else c
+            t = np.int16(t + v)
+            t = t if t > c else c
+            y[i] = t
+
+
+def int16_op_rate(repeat: int = 5) -> float:
+    """int16 add/max operations per second one core sustains (vectorised across elements, data
+    in L1; CPU time, best of repeats) — the ALU roof of the int16 DP kernels."""
+    from numba import njit
+
+    kern = njit(cache=True)(_int16_chains)
+    y = np.zeros(512, np.int16)                      # 1 KiB each: L1-resident
+    x = np.full(512, -1, np.int16)
+    reps = 2000
+    res = bench.compare({"int16 chains": (kern, (y, x, reps))}, clock="cpu", stat="best",
+                        repeat=repeat, min_time=0.05)
+    return 16 * y.size * reps / res.time("int16 chains")
+
+
+def roof(kernel_res, name: str, cells_per_call: int, work: int, repeat: int = 5):
+    """BenchResult: the int16 ALU roof (measured op rate ÷ OPS_PER_CELL) beside ``name`` of
+    ``kernel_res``; the kernel's ratio is its fraction of the roof."""
+    rate = int16_op_rate(repeat) / OPS_PER_CELL                 # cells per second at the roof
+    t_roof = cells_per_call / rate
+    t = kernel_res.time(name)
+    rows = [{"name": "int16 ALU roof", "median_s": t_roof, "throughput": work / t_roof},
+            {"name": name, "median_s": t, "throughput": work / t}]
+    return bench.BenchResult(rows, unit=kernel_res.unit, clock="cpu", repeat=repeat, min_time=0.05, label=(
+        f"{name} at {t_roof / t:.0%} of the int16 ALU roof: {rate / 1e9:.1f} GCUPS = measured "
+        f"{rate * OPS_PER_CELL / 1e9:.0f} G int16 add/max per s (one core, vectorised) ÷ "
+        f"{OPS_PER_CELL} ops per cell"))
+
+
 def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float = 0.1,
                 label: str | None = None, baseline: str | None = None):
     """``bench.compare`` of zero-argument functions in *process CPU seconds* per call
@@ -132,6 +194,8 @@ def run_benchmark(size=None, repeat: int = 5):
         work=big.pairs, repeat=repeat,
         label=f"entry point beside its kernel, {big.pairs} pairs × {s1.shape[1]}, 1 thread, "
               f"CPU time"), cells)
+    out["roof"] = roof(out["entry point"], "kernel align_batched_serial (uint8, padded)", cells,
+                       big.pairs, repeat)
     big_expected = None
     fns = {}
     par = _parasail_fn(big)
