@@ -426,7 +426,8 @@ from .kernels import (_HAS_AVX2, _MI_SCALE, _WORD_CHUNK, MAX_ORDER, MULA_KIND,  
 #: names that live in ``.bench`` / ``.checks``, imported on first use (so ``__init__`` → ``bench``
 #: / ``checks`` → ``__init__`` is no module-level cycle)
 _LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "phase_times": "bench",
-         "check_popcount": "checks",
+         "check_popcount": "checks", "check_prefix_reuse": "checks",
+         "check_search_time": "checks",
          "check_masked_mi": "checks", "check_fused_count": "checks", "_random_tables": "checks",
          "_table_mi": "checks"}
 
