@@ -380,11 +380,15 @@ def _gather(raw, offsets, order, start, stop, lanes, lut, T, lens):
         o = offsets[p]
         m = offsets[p + 1] - o
         lens[k] = m
-        for i in range(m):
-            c = lut[raw[o + i]]
-            if c > 4:
-                return o + i
+        seen = np.uint8(0)
+        for i in range(m):                       # no branch: codes 0..4 OR to ≤ 7, 255 marks
+            c = lut[raw[o + i]]                  # a letter outside the alphabet
+            seen |= c
             T[i, k] = c
+        if seen > 7:
+            for i in range(m):
+                if lut[raw[o + i]] > 4:
+                    return o + i
     return -1
 
 
