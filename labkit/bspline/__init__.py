@@ -30,7 +30,10 @@ on first use), ``checks.py`` (the exercises; loaded by ``labkit.check``).
 
 :func:`evaluate_vgh` is the friendly entry point for many positions; it returns one canonical
 form whatever the layout: ``value (P, N)``, ``grad (P, N, 3)``, ``hess (P, N, 3, 3)``, float64.
-Positions × tiles are flattened into one ``prange`` (numba has no nested parallel regions).
+By default it runs the register-blocked SoA kernel fused with the write into those arrays
+(``kernels._batch_canonical``: no SoA array, no conversion pass); ``output="soa"`` returns the
+kernel's own ``(P, 10, N)`` streams without a copy. Positions × tiles (× chunks of splines) are
+flattened into one ``prange`` (numba has no nested parallel regions).
 float32 coefficients are supported: the kernel then computes in float32 and the result agrees
 with the float64 reference to ``FLOAT32_RTOL`` relative to the size of each quantity.
 """
@@ -39,12 +42,14 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from labkit._common import mismatch, use_threads
 from labkit._sizes import resolve_size
 
-from .kernels import (_batch_aos, _batch_tiles, _batch_tiles_blocked, _check_coefs, _walker_tiles,
+from .kernels import (_batch_aos, _batch_canonical, _batch_tiles, _batch_tiles_blocked,
+                      _check_coefs, _walker_tiles,
                       basis, prefactors, vgh_aos, vgh_aosoa, vgh_soa, vgh_soa_blocked)
 from .layouts import (ALIGN, STREAMS, _HESS_INDEX, _tile, aligned_empty, aligned_zeros,
                       aos_to_soa, new_output, soa_to_canonical, stream_stride, to_aosoa)
@@ -212,21 +217,48 @@ def _unpack(spline):
     return coefs, lengths
 
 
+def _chunk_for(N: int, P: int, M: int, Nb: int, threads: int) -> int:
+    """Splines per task of the fused kernel: a whole tile when there are enough tasks for the
+    threads, else tiles cut into multiples of 8 so that every thread has work."""
+    tasks = P * M
+    if tasks >= 2 * threads:
+        return Nb
+    per = -(-Nb * tasks // (2 * threads))            # splines per task for 2 tasks per thread
+    return int(min(Nb, max(8, -(-per // 8) * 8)))
+
+
 def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | None = None,
-                 threads: int | None = None, blocked: bool = False):
-    """VGH of all N splines at every position → ``(value (P, N), grad (P, N, 3),
-    hess (P, N, 3, 3))`` float64, whatever the layout ("aos", "soa", "aosoa" with ``tile``);
-    ``blocked=True`` uses the register-blocked SoA/AoSoA kernel (same results). ``threads``:
-    1 … numba's thread count (default: all of them)."""
+                 threads: int | None = None, blocked: bool | None = None,
+                 output: str = "canonical"):
+    """VGH of all N splines at every position.
+
+    ``output="canonical"`` (default) → ``(value (P, N), grad (P, N, 3), hess (P, N, 3, 3))``
+    float64, whatever the layout ("aos", "soa", "aosoa" with ``tile``). The defaults run the
+    fastest kernel: the register-blocked SoA kernel (``blocked`` defaults to True for "soa" and
+    "aosoa"), fused with the write into the canonical arrays (no SoA array, no conversion pass).
+    ``blocked=False`` runs the plain SoA/AoSoA kernel (the lesson's step), then converts.
+
+    ``output="soa"`` → the SoA streams ``(P, 10, N)`` in the coefficients' dtype, rows in
+    STREAMS order — the kernels' own output, a view without any copy for layout "soa": the
+    fastest path when the caller reads streams anyway (``soa_to_canonical`` converts).
+
+    ``threads``: 1 … numba's thread count (default: all of them)."""
     coefs, lengths = _unpack(spline_or_coefs)
     if layout not in ("aos", "soa", "aosoa"):
         raise ValueError(f"layout must be 'aos', 'soa' or 'aosoa', got {layout!r}")
+    if output not in ("canonical", "soa"):
+        raise ValueError(f"output must be 'canonical' or 'soa', got {output!r}")
     N = coefs.shape[3]
+    if blocked is None:
+        blocked = layout != "aos"
     if not isinstance(blocked, (bool, np.bool_)):
         raise TypeError(f"blocked must be True or False, got {blocked!r}")
     if blocked and layout == "aos":
         raise ValueError("blocked=True needs layout='soa' or 'aosoa' (the AoS kernel has no "
                          "register-blocked version)")
+    if layout == "aos" and output == "soa":
+        raise ValueError("output='soa' needs layout='soa' or 'aosoa' (the AoS kernel writes "
+                         "the canonical form directly)")
     if layout == "aosoa":
         if tile is None:
             raise ValueError("layout='aosoa' needs tile=Nb (splines per tile), e.g. tile=64")
@@ -250,10 +282,22 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
         else:
             tc = to_aosoa(coefs, tile)
         M, Nb = tc.shape[0], tc.shape[4]
+        if blocked and output == "canonical":
+            chunk = _chunk_for(N, P, M, Nb, numba.get_num_threads())
+            value = aligned_empty((P, N), np.float64)
+            grad = aligned_empty((P, N, 3), np.float64)
+            hess = aligned_empty((P, N, 3, 3), np.float64)
+            buf = aligned_empty((numba.config.NUMBA_NUM_THREADS, 10,
+                                 stream_stride(chunk, coefs.dtype)), coefs.dtype)
+            _batch_canonical(tc, N, idx, pref, chunk, value, grad, hess, buf)
+            return value, grad, hess
         out = aligned_empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)
         (_batch_tiles_blocked if blocked else _batch_tiles)(tc, idx, pref, out)
-    soa = np.moveaxis(out[..., :Nb], 1, 2).reshape(P, 10, M * Nb)[:, :, :N]
-    return soa_to_canonical(soa)
+    if layout == "soa":
+        soa = out[:, 0, :, :N]                                   # a view: no copy
+    else:
+        soa = np.moveaxis(out[..., :Nb], 1, 2).reshape(P, 10, M * Nb)[:, :, :N]
+    return soa if output == "soa" else soa_to_canonical(soa)
 
 
 def walker_tiles(spline_or_coefs, positions, tile: int, threads: int | None = None) -> np.ndarray:

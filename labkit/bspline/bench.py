@@ -12,7 +12,7 @@ from labkit import bench
 from labkit._common import use_threads
 from labkit.bench import Target, ratio_of
 
-from . import FLOAT32_RTOL, BsplineInputs, _unpack, make_inputs
+from . import FLOAT32_RTOL, BsplineInputs, _unpack, evaluate_vgh, make_inputs
 from .kernels import _batch_aos, _batch_tiles, _batch_tiles_blocked, _walker_tiles, prefactors
 from .layouts import aligned_empty, stream_stride
 
@@ -119,6 +119,50 @@ class _ScipyWorkload:
                 for c in range(lo, lo + self.batch, self.chunk)]
 
 
+class _EntryWorkload:
+    """The friendly entry point on its natural input and output: ``evaluate_vgh(coefs,
+    positions, **kw)`` on bare coefficients and the next batch of raw positions, returning the
+    canonical arrays (allocated by the call, as a user gets them); numba limited to
+    ``threads`` around the call (the kernel rows run on one thread)."""
+
+    def __init__(self, inputs: BsplineInputs, batch: int, threads: int = 1, **kw):
+        self.coefs, self.pos, self.kw, self.threads = inputs.coefs, inputs.positions, kw, threads
+        self.batch = max(1, min(int(batch), len(self.pos)))
+        self.chunks, self.step = len(self.pos) // self.batch, 0
+
+    def __call__(self):
+        lo = (self.step % self.chunks) * self.batch
+        self.step += 1
+        with use_threads(self.threads, clamp=True):
+            return evaluate_vgh(self.coefs, self.pos[lo:lo + self.batch], **self.kw)
+
+
+def _roof_table(res, name: str, bytes_per_item: int, work: int):
+    """``name``'s row of ``res`` against the memory roof: bytes per VGH × VGH/s as a share of
+    the single-core bandwidth ``labkit.hardware.measure_bandwidth`` measures now (triad)."""
+    from labkit.hardware import measure_bandwidth
+
+    bw = measure_bandwidth() * 1e9
+    roof_s = work * bytes_per_item / bw
+    got = res.time(name)
+
+    def row(label, seconds):
+        return {"name": label, "compile_s": float("nan"), "median_s": seconds, "q1_s": seconds,
+                "q3_s": seconds, "spread": 0.0, "throughput": work / seconds, "ratio": roof_s / seconds,
+                "loops": 1}
+
+    rows = [row(f"memory roof: {bw / 1e9:.1f} GB/s triad ÷ {bytes_per_item} B per VGH", roof_s),
+            row(name, got)]
+    return bench.BenchResult(rows, baseline=rows[0]["name"], unit="VGH", repeat=1, min_time=0.0,
+                             label=f"{name} moves {work * bytes_per_item / got / 1e9:.1f} GB/s = "
+                                   f"{roof_s / got:.0%} of one core's measured bandwidth "
+                                   f"({bytes_per_item} B per VGH: 64 coefficients read, 10 "
+                                   "outputs written)"
+                                   + (" — above the roof: the triad (wall time) ran on a busy "
+                                      "machine, so this roof is not a measurement; rerun on an "
+                                      "idle one" if roof_s / got > ROOF_PLAUSIBLE else ""))
+
+
 # ----------------------------------------------------------------------------- benchmark
 def _bench_sizes(size):
     if size in (None, "seed", "large"):
@@ -166,6 +210,16 @@ def _best_tile(results):
     return max(res.ratio(n, "soa") for n in tiles) if tiles else None
 
 
+#: Above this share of the measured roof the roof measurement itself is wrong (the triad ran
+#: while other jobs held the core or the memory bus): the target is then "not measured".
+ROOF_PLAUSIBLE = 1.2
+
+
+def _roof_share(results):
+    share = ratio_of("memory roof, seed grid", "soa blocked kernel")(results)
+    return None if share is None or share > ROOF_PLAUSIBLE else share
+
+
 #: The lab's performance targets (its issue), checked by `labkit bench bspline`. "best VGH vs
 #: NdBSpline" is against NdBSpline's whole-batch call, as the issue measured it (the table
 #: also shows its faster chunked use; see docs/bspline.md).
@@ -183,6 +237,11 @@ TARGETS = [
            _best_vs_ndbspline),
     Target("SoA vs scipy NdBSpline, 24³ grid, N = 64", 5,
            ratio_of("scipy, small problem", "soa", "scipy NdBSpline, 64 per call")),
+    Target("evaluate_vgh(coefs, positions), defaults, canonical output vs its kernel, "
+           "48×48×60, N = 512, 1 thread", 0.8,
+           ratio_of("entry point, seed grid", "evaluate_vgh(coefs, positions)")),
+    Target("register-blocked float64 SoA, 48×48×60, N = 512: share of one core's measured "
+           "bandwidth (592 B per VGH)", 0.8, _roof_share),
 ]
 
 
@@ -234,6 +293,18 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
                   f"{res.ratio('soa blocked float32', best):.1f}×")
     results["layouts, seed grid"] = res
     del spline
+    # the entry point on its natural call (bare coefficients, raw positions, canonical output,
+    # default arguments) beside the kernel it runs, and the fast SoA-output path
+    results["entry point, seed grid"] = bench.compare(
+        {"soa blocked kernel": Workload(x, "soa", batch=B, blocked=True),
+         "evaluate_vgh(coefs, positions)": _EntryWorkload(x, B),
+         "evaluate_vgh(..., output='soa')": _EntryWorkload(x, B, output="soa")},
+        (), baseline="soa blocked kernel", work=x.n * B,
+        label=f"{g} grid, N={x.n}, 1 thread, {B} new positions per call, CPU time; the entry "
+              "point allocates and fills the canonical (P, N), (P, N, 3), (P, N, 3, 3) float64 "
+              "arrays", clock="cpu", **dict(kw, repeat=max(repeat, 7)))
+    results["memory roof, seed grid"] = _roof_table(results["entry point, seed grid"],
+                                                    "soa blocked kernel", 64 * 8 + 10 * 8, x.n * B)
     results["precision, seed grid"] = bench.compare(
         {"soa float64": Workload(x, "soa", batch=B), "soa float32": Workload(x32, "soa", batch=B),
          "soa blocked float64": Workload(x, "soa", batch=B, blocked=True),

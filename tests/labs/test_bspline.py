@@ -478,3 +478,55 @@ def test_blocked_kernel_vectorises():
     bs._batch_tiles_blocked(*args)
     rep = li.vector_report(bs._batch_tiles_blocked, tuple(typeof(a) for a in args))
     assert "zmm" in rep.summary() or "ymm" in rep.summary(), rep.summary()
+
+
+# ------------------------------------------------------------------ the entry point's fast paths
+def test_evaluate_vgh_default_is_the_fused_blocked_kernel(inp, ref):
+    bs.validate(bs.evaluate_vgh(inp, inp.positions), ref, rtol=1e-12)
+    plain = bs.evaluate_vgh(inp, inp.positions, blocked=False)
+    fused = bs.evaluate_vgh(inp, inp.positions)
+    for a, b in zip(plain, fused):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * float(np.max(np.abs(a))))
+    for tile in (5, 8, 24):
+        bs.validate(bs.evaluate_vgh(inp, inp.positions, layout="aosoa", tile=tile), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("P", [1, 2, 9])
+def test_fused_kernel_splits_few_positions_over_threads(inp, ref, P):
+    one = bs.evaluate_vgh(inp, inp.positions[:P], threads=1)
+    two = bs.evaluate_vgh(inp, inp.positions[:P], threads=2)
+    for a, b, r in zip(one, two, ref):
+        assert np.array_equal(a, b)
+    bs.validate(one, tuple(r[:P] for r in ref), rtol=1e-12)
+    assert bs._chunk_for(512, 1, 1, 512, 2) % 8 == 0 and bs._chunk_for(512, 1, 1, 512, 2) < 512
+    assert bs._chunk_for(512, 64, 1, 512, 2) == 512
+    assert bs._chunk_for(3, 1, 1, 3, 2) == 3
+
+
+def test_evaluate_vgh_soa_output(inp, ref):
+    soa = bs.evaluate_vgh(inp, inp.positions, output="soa")
+    assert soa.shape == (len(inp.positions), 10, inp.n) and soa.dtype == inp.coefs.dtype
+    assert soa.base is not None                       # the kernel's own buffer, no copy
+    bs.validate(bs.soa_to_canonical(soa), ref, rtol=1e-12)
+    tiled = bs.evaluate_vgh(inp, inp.positions, layout="aosoa", tile=7, output="soa")
+    bs.validate(bs.soa_to_canonical(tiled), ref, rtol=1e-12)
+    plain = bs.evaluate_vgh(inp, inp.positions, output="soa", blocked=False)
+    bs.validate(bs.soa_to_canonical(plain), ref, rtol=1e-12)
+    with pytest.raises(ValueError, match="output must be"):
+        bs.evaluate_vgh(inp, inp.positions, output="aos")
+    with pytest.raises(ValueError, match="output='soa' needs layout"):
+        bs.evaluate_vgh(inp, inp.positions, layout="aos", output="soa")
+
+
+def test_fused_float32_within_documented_tolerance():
+    x = bs.make_inputs({"grid": (6, 6, 6), "n": 40, "positions": 5, "dtype": "float32"})
+    ref = bs.reference(x)
+    got = bs.evaluate_vgh(x, x.positions)
+    assert all(a.dtype == np.float64 for a in got)
+    bs.validate(got, ref, rtol=bs.FLOAT32_RTOL)
+
+
+def test_benchmark_has_entry_point_and_roof_rows():
+    names = [t.claim for t in bs.TARGETS]
+    assert any(n.startswith("evaluate_vgh(coefs, positions)") for n in names)
+    assert any("bandwidth" in n for n in names)
