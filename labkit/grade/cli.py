@@ -87,7 +87,6 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print("labkit grade: TAMPERING — " + "; ".join(
             f"{r['student']} ({r['notebook']}): {r['error']}" for r in bad)
-              + ". Their points are withheld; every other notebook was graded with labkit "
-              "restored.", file=sys.stderr)
+              + ". Their points are withheld; every other student was graded.", file=sys.stderr)
         return 3
     return 0

@@ -1,5 +1,6 @@
 """Tamper detection: every file of the installed ``labkit`` package (all of them, any
-extension, ``__pycache__`` included) and of the extra exercise modules, hashed before the batch
+extension, ``__pycache__/*.pyc`` included; not numba's ``*.nbi``/``*.nbc`` cache, which grading
+never reads) and of the extra exercise modules, hashed before the batch
 and compared before and after each submission. A change is undone from the snapshot (the bytes
 of every file are kept), so the next student is graded by an intact labkit."""
 from __future__ import annotations
@@ -25,10 +26,16 @@ def _module_root(mod: str) -> Path | None:
     return origin.parent if origin.name == "__init__.py" else origin
 
 
+# numba's on-disk cache of labkit's own kernels: written by anyone who runs them, never read
+# by grading (its workers compile into a private NUMBA_CACHE_DIR), so not hashed
+_NOT_READ = (".nbi", ".nbc")
+
+
 def _walk(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink())
+    return sorted(p for p in root.rglob("*") if (p.is_file() or p.is_symlink())
+                  and not (p.suffix in _NOT_READ and p.parent.name == "__pycache__"))
 
 
 def trusted_roots(modules=()) -> list[Path]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -50,9 +51,9 @@ def _worker(settings: GradeSettings):
     from .sandbox import SandboxSpec, SandboxWorker
     spec = None
     if settings.sandbox:
-        spec = SandboxSpec(memory=settings.memory_limit,
-                           cpu_seconds=int(settings.notebook_timeout) + 120,
-                           extra_paths=settings.extra_paths)
+        # no RLIMIT_CPU: with one armed, Linux samples the process CPU clock (the speed gates'
+        # clock) at tick resolution; CPU is bounded by the wall-clock timeouts instead
+        spec = SandboxSpec(memory=settings.memory_limit, extra_paths=settings.extra_paths)
     return SandboxWorker(spec, settings.exercise_modules, numba_cache=settings.numba_cache)
 
 
@@ -239,12 +240,12 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
         from .sandbox import NO_SANDBOX_WARNING
         print("\n" + "!" * 78 + "\n" + NO_SANDBOX_WARNING + "\n" + "!" * 78 + "\n",
               file=sys.stderr)
-    sys.dont_write_bytecode = True      # the grader itself adds nothing to labkit's folder
+    # the grader (and the processes it spawns) adds nothing to labkit's folder: no .pyc
+    sys.dont_write_bytecode = True
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     canon = load_solutions(solutions)
     subs = find_submissions(folder)
     exercise_modules = tuple(exercise_modules)
-    for c in canon.values():
-        _resolve_modules(c, exercise_modules)
     extra_paths = []
     for m in exercise_modules:
         root = _module_root(m)
@@ -265,8 +266,14 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             nb, err = None, str(e)
         c = match_canonical(nb, sub.path, canon) if not sub.path.is_dir() else None
         tasks.append((sub, c, settings, err))
+    broken: dict[str, str] = {}          # a lab whose exercises labkit cannot find: its rows say
+    for c in {t[1].name: t[1] for t in tasks if t[1] is not None}.values():
+        try:
+            _resolve_modules(c, exercise_modules)
+        except ValueError as e:
+            broken[c.name] = str(e)
+    stamp = environment_stamp()          # before the snapshot: it may compile (numba cache)
     snap = Snapshot(exercise_modules)
-    stamp = environment_stamp()
     cache = Path(cache_dir) if cache_dir else None
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
@@ -274,6 +281,11 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
     results: list[dict | None] = [None] * len(tasks)
     todo = []
     for k, key in enumerate(keys):
+        c = tasks[k][1]
+        if c is not None and c.name in broken:
+            results[k] = _not_run(tasks[k][0], c, f"cannot grade this lab: {broken[c.name]}")
+            results[k]["environment"] = stamp
+            continue
         hit = cache / f"{key}.json" if key else None
         if hit is not None and hit.is_file():
             try:

@@ -9,13 +9,17 @@ submission, so the student's definitions only ever run there:
 * no network (``--unshare-net``: loopback of an empty namespace), no IPC, own UTS, a PID
   namespace (``--unshare-pid --die-with-parent``: when the worker is stopped every process the
   submission started dies with it, ``start_new_session`` or not);
-* a file system of read-only binds only: ``/usr`` (and the ``/bin``/``/lib`` links), the Python
+* a file system of read-only binds only: ``/usr`` (and the ``/bin``/``/lib`` links),
+  ``/sys/devices/system/cpu`` (cache sizes and topology for the checks), the Python
   installation and the venv, the installed ``labkit`` package and the folders of extra exercise
   modules; a private tmpfs ``/tmp`` (size-limited) holding ``HOME``; ``solutions/``, the class
   folder and every other submission are simply not there (the check receives the exercise
   cell's source over its pipe);
-* limits set by ``prlimit`` inside: address space, CPU seconds, processes, file size, open
-  files; stdout/stderr go to ``/dev/null`` and the verdict is one bounded frame on the pipe.
+* limits set by ``prlimit`` inside: address space, processes, file size, open files (CPU
+  time is bounded by the grader's wall-clock timeouts: an ``RLIMIT_CPU`` makes Linux sample
+  ``CLOCK_PROCESS_CPUTIME_ID``, the speed gates' clock, at tick resolution — 19 distinct
+  readings in 50 ms instead of 200 000 — so ``cpu_seconds`` is off by default); stdout/stderr
+  go to ``/dev/null`` and the verdict is one bounded frame on the pipe.
 
 :func:`probe` says whether the sandbox works here (not Linux, no ``bwrap``, user namespaces
 refused → why). Without it the grader refuses unless ``--no-sandbox`` is given.
@@ -78,7 +82,8 @@ class SandboxSpec:
 
     def env(self) -> dict:
         keep = {k: v for k, v in os.environ.items()
-                if k.startswith(("NUMBA_", "OMP_", "OPENBLAS_", "MKL_")) and k != "NUMBA_CACHE_DIR"}
+                if k.startswith(("NUMBA_", "OMP_", "OPENBLAS_", "MKL_")) and k != "NUMBA_CACHE_DIR"
+                or k == "LABKIT_CHECK_DEBUG"}
         labkit_parent = str(_labkit_dir().parent)
         path = os.pathsep.join([labkit_parent, *self.extra_paths])
         return {**keep, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
@@ -98,20 +103,25 @@ class SandboxSpec:
                 cmd += ["--symlink", os.readlink(p), str(p)]
             elif p.is_dir():
                 cmd += ["--ro-bind", str(p), str(p)]
-        for f in ("/etc/ld.so.cache", "/etc/localtime"):
-            if os.path.exists(f):
-                cmd += ["--ro-bind", f, f]
         # /tmp first: extra module folders may live under the host's /tmp (bound on top)
         cmd += ["--perms", "1777", "--size", str(self.tmp_size), "--tmpfs", "/tmp"]
         made = {"/", "/tmp"}
-        for p in _ro_paths(self.extra_paths):
+
+        def ro(p: Path) -> None:
             for parent in reversed(p.parents):          # traversable by the sandbox user
                 s = str(parent)
                 if s not in made:
                     made.add(s)
-                    cmd += ["--perms", "0755", "--dir", s]
-            cmd += ["--ro-bind", str(p), str(p)]
+                    cmd.extend(["--perms", "0755", "--dir", s])
+            cmd.extend(["--ro-bind", str(p), str(p)])
             made.add(str(p))
+
+        for f in ("/etc/ld.so.cache", "/etc/localtime",
+                  "/sys/devices/system/cpu"):       # CPU topology and caches (hardware.info)
+            if os.path.exists(f):
+                ro(Path(f))
+        for p in _ro_paths(self.extra_paths):
+            ro(p)
         cmd += ["--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
         for k, v in self.env().items():
             cmd += ["--setenv", k, v]
