@@ -175,6 +175,7 @@ def _make_lane_counter(G):
 
 _lanes1 = _make_lane_counter(1)
 _lanes3 = _make_lane_counter(3)
+_lanes6 = _make_lane_counter(6)
 _lanes9 = _make_lane_counter(9)
 
 

@@ -1,14 +1,17 @@
-"""`labkit bench epistasis`: popcount variants (GB/s) and the order-3 search (triples/s), and the
-lab's performance targets."""
+"""`labkit bench epistasis`: popcount variants (GB/s), the order-3 search (triples/s), the search's
+AND + popcount work against the vector-popcount roof measured here, and the lab's targets."""
 from __future__ import annotations
 
 import dataclasses
 import math
 
 import numba
+from numba import njit
 
 from labkit import bench
 from labkit.bench import Target, ratio_of, throughput_of
+
+from ._intrinsics import _popcount_v8
 
 from . import (Encoded, _bench_popcount_inputs, _numpy_popcount, _plan, _run_plan, encode,
                make_inputs, popcount_hw, popcount_hw_scalar, popcount_mula, popcount_table, search,
@@ -25,7 +28,70 @@ TARGETS = [
            throughput_of("search", "search_1_thread", 1e6), unit=" M triples/s"),
     Target("order-3 search, 2 threads vs 1", 1.8,
            ratio_of("search", "search_2_threads", "search_1_thread")),
+    Target("order-3 search, 400 SNPs × 2000, 1 thread (issue 23)", 30,
+           throughput_of("search", "search_1_thread", 1e6), unit=" M triples/s"),
 ]
+
+
+def popcounts_per_combination(order: int, words: int) -> int:
+    """Word ANDs + popcounts the search's last stage does per combination: 2 genotype rows of the
+    last SNP (the third by subtraction) × the prefix rows it counts (2/3 of 3**(order−1) from
+    order 3 on: the last prefix SNP's genotype 2 comes from the parent's counts) × words."""
+    rows = 3 ** (order - 1)
+    counted = 2 * rows // 3 if order >= 3 else rows
+    return 2 * counted * words
+
+
+@njit(cache=True)
+def popcount_roof_kernel(words, reps):
+    """``reps`` passes of the ``<8 x i64>`` popcount over an L1-resident array (the start moves
+    by r & 7 words, so no pass can be hoisted): the vector popcount unit's rate, no call overhead."""
+    n8 = words.size // 8 - 1
+    t = 0
+    for r in range(reps):
+        t += _popcount_v8(words, r & 7, n8)
+    return t
+
+
+def popcount_roof(repeat: int = 5) -> float:
+    """Word popcounts per CPU second one core sustains with ``<8 x i64>`` vectors in L1 (best of
+    ``repeat``): the roof of the search's integer phase."""
+    words = _bench_popcount_inputs(512)[0]                   # 4 KiB
+    reps = 4000
+    res = bench.compare({"roof": (popcount_roof_kernel, (words, reps))}, clock="cpu",
+                        stat="best", repeat=repeat, min_time=0.05)
+    return reps * (words.size // 8 - 1) * 8 / res.time("roof")
+
+
+def roof_table(enc, order: int, repeat: int = 3, hz: float | None = None):
+    """BenchResult: the vector-popcount roof (measured: vpopcnt per cycle × 8 lanes × the
+    measured clock, in word popcounts per second) beside the 1-thread search's word popcounts per
+    second (both CPU seconds, best of repeats); the search's ratio is its share of the roof."""
+    from labkit.hardware.clock import measure_clock
+    hz = measure_clock() if hz is None else hz
+    roof = popcount_roof(repeat)
+    per = popcounts_per_combination(order, enc.words)
+    combos = math.comb(enc.n_snps, order)
+    res = bench.compare({"search": lambda: search(enc, None, order=order, threads=1,
+                                                  progress=False)},
+                        (), clock="cpu", stat="best", repeat=repeat, min_time=0.2)
+    got = combos * per / res.time("search")
+    work = 1_000_000_000
+    rows = [{"name": "vector popcount roof (<8 x i64> ctpop, L1)", "median_s": work / roof,
+             "throughput": roof},
+            {"name": f"search, 1 thread ({per} word popcounts per combination)",
+             "median_s": work / got, "throughput": got}]
+    return bench.BenchResult(rows, unit="word popcounts", clock="cpu", repeat=repeat,
+                             min_time=0.2, stat="best",
+                             label=(f"the search's AND + popcount at {got / roof:.0%} of the "
+                                    f"vector-popcount roof: {roof / 8 / hz:.2f} vpopcnt × 8 "
+                                    f"lanes per cycle at {hz / 1e9:.2f} GHz (measured; "
+                                    f"{combos / res.time('search') / 1e6:.1f} M combinations per "
+                                    "CPU second)"))
+
+
+def _first(names, key):
+    return key if key in names else next(n for n in names if n.startswith(key))
 
 
 
@@ -54,7 +120,10 @@ def run_benchmark(size=None, repeat: int = 5, threads=(1, 2)) -> dict:
                          validate=lambda r: validate(r, expected, atol=1e-12),
                          label=f"order-{inp.order} search, {inp.n_snps} SNPs × "
                                f"{inp.n_individuals} individuals")
-    return {"popcount": pop, "search": srch}
+    out = {"popcount": pop, "search": srch}
+    if inp.order >= 2 and any(n.startswith("search_1_thread") for n in srch.names):
+        out["roof"] = roof_table(enc, inp.order, repeat=min(repeat, 3))
+    return out
 
 
 def phase_times(genotypes, labels=None, order: int = 3, threads: int = 1, repeat: int = 3,

@@ -15,7 +15,7 @@ from numba import njit, prange
 from labkit import hardware
 from labkit._common import use_threads
 
-from ._intrinsics import _lanes1, _lanes3, _lanes9, _mi_lanes, _popcount_v8
+from ._intrinsics import _lanes1, _lanes3, _lanes6, _lanes9, _mi_lanes, _popcount_v8
 
 @njit(cache=True, inline="always")
 def _better(q, idx, k, order, tq, ti, pos):
@@ -46,8 +46,11 @@ def _worst(tq, ti, order):
 
 
 @njit(cache=True)
-def _build_level(tables, pcs, lvl_off, d, bits, W, case_words, j):
-    """Table of level d+1 (3**(d+1) rows) = level-d rows AND the 3 rows of SNP j; row counts too."""
+def _build_level(tables, pcs, lvl_off, d, bits, W, case_words, j, split=False):
+    """Table of level d+1 (3**(d+1) rows) = level-d rows AND the 3 rows of SNP j; row counts too.
+
+    ``split``: rows (r, g) with g < 2 first (at r·2 + g), then the rows (r, 2) (at 2R + r), so
+    the last stage counts the first 2R rows and derives the others from the parent's counts."""
     R = 3 ** d
     src = lvl_off[d]
     dst = lvl_off[d + 1]
@@ -55,26 +58,67 @@ def _build_level(tables, pcs, lvl_off, d, bits, W, case_words, j):
     n8k = (W - case_words) // 8
     for r in range(R):
         for g in range(3):
-            o = dst + (r * 3 + g) * W
+            q = (r * 2 + g if g < 2 else 2 * R + r) if split else r * 3 + g
+            o = dst + q * W
             s = src + r * W
             b = (j * 3 + g) * W
             for w in range(W):
                 tables[o + w] = tables[s + w] & bits[b + w]
-            pcs[d + 1, r * 3 + g, 1] = _popcount_v8(tables, o, n8c)
-            pcs[d + 1, r * 3 + g, 0] = _popcount_v8(tables, o + case_words, n8k)
+            pcs[d + 1, q, 1] = _popcount_v8(tables, o, n8c)
+            pcs[d + 1, q, 0] = _popcount_v8(tables, o + case_words, n8k)
+
+
+@njit(cache=True)
+def _count_rows(tables, toff, R, G, k_first, k_hi, lanes, W, segs, counts, RL, cstride, kofs):
+    """counts[((c·RL + r)·2 + g)·cstride + kofs + k − k_first] += Σ popcount(table row r & row g of SNP
+    k) over class c's words, for k in [k_first, k_hi) (k_first a multiple of 8), 8 SNPs per
+    vector; rows r < R (≤ RL, the rows of the counts' layout) in groups of G (G divides R)."""
+    S = segs.shape[0]
+    nvec = (k_hi - k_first + 7) // 8
+    for s in range(S):
+        lo = segs[s, 0]
+        nw = segs[s, 1] - lo
+        c = segs[s, 2]
+        for v in range(nvec):
+            kblk = k_first // 8 + v
+            s_off = (kblk * 2 * W + lo) * 8
+            for rg in range(0, R, G):
+                coff = (c * RL + rg) * 2 * cstride + kofs + 8 * v
+                t0 = toff + rg * W + lo
+                if G == 9:
+                    _lanes9(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                elif G == 6:
+                    _lanes6(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                elif G == 3:
+                    _lanes3(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                else:
+                    _lanes1(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+
+
+def _group(R):
+    return 9 if R % 9 == 0 else (6 if R % 6 == 0 else (3 if R % 3 == 0 else 1))
+
+
+_group_nb = njit(cache=True)(_group)
 
 
 @njit(cache=True)
 def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, counts, batch,
-                nlogn, inv_n, hy, tq, tm, ti, state, acc, phases=3):
+                nlogn, inv_n, hy, tq, tm, ti, state, acc, phases, par, npad):
     """Counts of (prefix + k) for k in [k_lo, k_hi): integer phase for a batch, then MI + top list.
 
     ``lanes[kblock, g, w, j]`` holds word w of genotype row g (g = 0, 1) of SNP 8*kblock + j, so a
     vector of 8 lanes covers 8 candidate last SNPs; genotype 2 is derived by subtraction.
     ``phases < 3`` stops after the integer phase (for ``phase_times``: no MI, no top list).
+
+    ``par.size > 0`` (order ≥ 3): the table's rows are split (see ``_build_level``): only its
+    first 2R/3 rows (last prefix SNP's genotype 0, 1) are counted; row (r', 2) is the parent's
+    count with SNP k (``par``, counted once per parent for every k) minus rows (r', 0), (r', 1).
     """
-    S = segs.shape[0]
-    G = 9 if R % 9 == 0 else (3 if R % 3 == 0 else 1)
+    sub = par.size > 0
+    Rc = (2 * R) // 3 if sub else R
+    Rp = R // 3
+    G = _group_nb(Rc)
     k_first = (k_lo // 8) * 8
     for kb in range(k_first, k_hi, batch):
         ke = min(kb + batch, k_hi)
@@ -83,22 +127,17 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         for x in range(4 * R * cstride):
             counts[x] = 0
         # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
-        for s in range(S):
-            lo = segs[s, 0]
-            nw = segs[s, 1] - lo
-            c = segs[s, 2]
-            for v in range(nvec):
-                kblk = kb // 8 + v
-                s_off = (kblk * 2 * W + lo) * 8
-                for rg in range(0, R, G):
-                    coff = (c * R + rg) * 2 * cstride + 8 * v
-                    t0 = toff + rg * W + lo
-                    if G == 9:
-                        _lanes9(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
-                    elif G == 3:
-                        _lanes3(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
-                    else:
-                        _lanes1(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+        _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
+        if sub:                  # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
+            for c in range(2):
+                for rp in range(Rp):
+                    for g in range(2):
+                        o = ((c * R + Rc + rp) * 2 + g) * cstride
+                        o0 = ((c * R + 2 * rp) * 2 + g) * cstride
+                        o1 = ((c * R + 2 * rp + 1) * 2 + g) * cstride
+                        op = ((c * Rp + rp) * 2 + g) * npad + kb
+                        for x in range(cstride):
+                            counts[o + x] = par[op + x] - counts[o0 + x] - counts[o1 + x]
         if phases < 3:
             continue
         # floating-point phase: MI from Σ n ln n (lookup table), 8 candidates per vector
@@ -126,6 +165,21 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
                         ti[w, t] = idx[t]
                     ti[w, order - 1] = k
                     state[0] = _worst(tq, ti, order)
+
+
+@njit(cache=True)
+def _parent_counts(tables, toff, R, k_lo, n_snps, lanes, W, segs, par, npad):
+    """par[((c·R + r)·2 + g)·npad + k]: counts of the parent table's rows with SNP k, every k from
+    k_lo rounded down to 8 up to the padded end (the last stage reads whole blocks of 8)."""
+    k_first = (k_lo // 8) * 8
+    for c in range(2):
+        for r in range(R):
+            for g in range(2):
+                o = ((c * R + r) * 2 + g) * npad
+                for k in range(k_first, npad):
+                    par[o + k] = 0
+    _count_rows(tables, toff, R, _group_nb(R), k_first, npad, lanes, W, segs, par, R, npad,
+                k_first)
 
 
 @njit(cache=True, parallel=True)
@@ -159,6 +213,8 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
         nxt = np.zeros(order + 1, dtype=np.int64)
         state = np.zeros(1, dtype=np.int64)
         acc = np.zeros(8)
+        npad = (n_snps + 7) // 8 * 8      # the SNPs of lanes4, in blocks of 8
+        par = np.zeros(4 * (3 ** (order - 2)) * npad if order >= 3 else 0, dtype=np.int64)
         tq = out_q[wk]
         tm = out_m[wk]
         ti = out_i[wk]
@@ -177,10 +233,12 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
                 if phases >= 2:
                     _last_stage(tables, lvl_off[0], 1, pcs[0], idx, order, i, i + 1, lanes, W,
                                 segs, counts, batch, nlogn, inv_n, hy, tq, tm, ti, state, acc,
-                                phases)
+                                phases, par, npad)
                 continue
             idx[0] = i
-            _build_level(tables, pcs, lvl_off, 0, bits, W, case_words, i)
+            _build_level(tables, pcs, lvl_off, 0, bits, W, case_words, i, False)
+            if order == 3 and phases >= 2:
+                _parent_counts(tables, lvl_off[1], 3, i + 1, n_snps, lanes, W, segs, par, npad)
             d = 1                      # prefix length; table of level d holds idx[:d]
             nxt[1] = i + 1
             while d >= 1:
@@ -188,7 +246,7 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
                     if phases >= 2:
                         _last_stage(tables, lvl_off[d], 3 ** d, pcs[d], idx, order,
                                     idx[d - 1] + 1, n_snps, lanes, W, segs, counts, batch, nlogn,
-                                    inv_n, hy, tq, tm, ti, state, acc, phases)
+                                    inv_n, hy, tq, tm, ti, state, acc, phases, par, npad)
                     d -= 1
                     continue
                 j = nxt[d]
@@ -197,7 +255,11 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
                     continue
                 nxt[d] = j + 1
                 idx[d] = j
-                _build_level(tables, pcs, lvl_off, d, bits, W, case_words, j)
+                _build_level(tables, pcs, lvl_off, d, bits, W, case_words, j,
+                             order >= 3 and d + 1 == order - 1)
+                if d + 1 == order - 2 and phases >= 2:
+                    _parent_counts(tables, lvl_off[d + 1], 3 ** (d + 1), j + 1, n_snps, lanes, W,
+                                   segs, par, npad)
                 d += 1
                 nxt[d] = j + 1
     return out_q, out_m, out_i
@@ -364,5 +426,12 @@ def search_stats(n_snps: int, order: int) -> dict:
     reuse += combos * 3 ** order
     # the subtraction trick: only 2 of the 3 rows of the last SNP are counted
     reuse_sub = reuse - combos * 3 ** (order - 1)
+    # ... and from order 3 on, the prefix rows with the last prefix SNP's genotype 2 come from the
+    # parent's counts with SNP k (counted once per parent: C(n, order−2) parents × n SNPs ×
+    # 3**(order−2) rows × 2): what the search kernel does
+    reuse_parent = reuse_sub
+    if order >= 3:
+        reuse_parent -= combos * 2 * 3 ** (order - 2)
+        reuse_parent += math.comb(n_snps, order - 2) * n_snps * 2 * 3 ** (order - 2)
     return {"combinations": combos, "row_ands_naive": naive, "row_ands_dfs": reuse,
-            "row_ands_dfs_subtract": reuse_sub}
+            "row_ands_dfs_subtract": reuse_sub, "row_ands_search": reuse_parent}

@@ -219,6 +219,7 @@ def test_search_stats():
     st = ep.search_stats(100, 3)
     assert st["combinations"] == math.comb(100, 3)
     assert st["row_ands_dfs_subtract"] < st["row_ands_dfs"] < st["row_ands_naive"]
+    assert st["row_ands_search"] <= st["row_ands_dfs_subtract"]
 
 
 # -- bad input -------------------------------------------------------------------------------
@@ -496,3 +497,15 @@ def test_mpiexec_two_ranks_matches_single_process(tmp_path):
     one = ep.search(inp.genotypes, inp.labels, order=3, top=15, threads=1)
     got = [(tuple(c), mi) for c, mi in json.loads(out.read_text())]
     assert got == one                 # same kernel, same keys: the same floats, the same order
+
+
+def test_roof_table_rows():
+    from labkit.epistasis import bench as ep_bench
+    assert ep_bench.popcounts_per_combination(3, 32) == 2 * 6 * 32
+    assert ep_bench.popcounts_per_combination(2, 32) == 2 * 3 * 32
+    inp = ep.make_inputs({"snps": 30, "individuals": 300}, seed=1)
+    enc = ep.encode(inp.genotypes, inp.labels)
+    res = ep_bench.roof_table(enc, 3, repeat=1, hz=3e9)
+    assert len(res.names) == 2 and "roof" in res.names[0]
+    assert all(res.throughput(n) > 0 for n in res.names)
+    assert "% of the vector-popcount roof" in res.label
