@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, ImportError) as e:
         print(f"labkit grade: {e}", file=sys.stderr)
         return 2
+    out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(results, out)
     wide = Path(a.wide) if a.wide else out.with_name(out.stem + "-wide.csv")
     write_wide_csv(results, wide)
