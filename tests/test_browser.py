@@ -220,27 +220,35 @@ def lab(chromium_path, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser_context(chromium_path, lab):
-    """One headless Chromium (fresh profile dir) for this module; always closed."""
+def playwright_driver(chromium_path):
+    """One Playwright driver for the module: its sync API runs an event loop in this thread, so a
+    second ``sync_playwright()`` while the first is alive fails ("Sync API inside the asyncio
+    loop") — the JupyterLab and the book tests share this one."""
     from playwright.sync_api import sync_playwright
 
+    pw = sync_playwright().start()
+    try:
+        yield pw
+    finally:
+        pw.stop()
+
+
+@pytest.fixture(scope="module")
+def browser_context(chromium_path, lab, playwright_driver):
+    """One headless Chromium (fresh profile dir) for this module; always closed."""
     flags = _load_ensure_browser().CHROMIUM_ARGS
     profile = tempfile.mkdtemp(prefix="labkit-chromium-")
-    pw = sync_playwright().start()
     ctx = None
     try:
         # launch_persistent_context passes its own fresh --user-data-dir (profile).
-        ctx = pw.chromium.launch_persistent_context(
+        ctx = playwright_driver.chromium.launch_persistent_context(
             profile, executable_path=chromium_path, headless=True, args=flags,
             viewport={"width": 1400, "height": 1000})
         yield ctx
     finally:
-        try:
-            if ctx is not None:
-                ctx.close()
-        finally:
-            pw.stop()
-            shutil.rmtree(profile, ignore_errors=True)
+        if ctx is not None:
+            ctx.close()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 # ------------------------------------------------------------------ page helpers
@@ -654,16 +662,14 @@ def book_site(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def book_page(chromium_path):
+def book_page(chromium_path, playwright_driver):
     """A headless Chromium page that may only load file:// URLs (the book must work offline);
     ``page.blocked`` lists every other URL the page tried to fetch."""
-    from playwright.sync_api import sync_playwright
-
     flags = _load_ensure_browser().CHROMIUM_ARGS
-    pw = sync_playwright().start()
     browser = None
     try:
-        browser = pw.chromium.launch(executable_path=chromium_path, headless=True, args=flags)
+        browser = playwright_driver.chromium.launch(executable_path=chromium_path, headless=True,
+                                                    args=flags)
         page = browser.new_page(viewport={"width": 1300, "height": 1000})
         page.blocked = []
 
@@ -678,11 +684,8 @@ def book_page(chromium_path):
         page.route("**/*", _route)
         yield page
     finally:
-        try:
-            if browser is not None:
-                browser.close()
-        finally:
-            pw.stop()
+        if browser is not None:
+            browser.close()
 
 
 def _png_outputs(path: Path) -> int:
