@@ -38,3 +38,28 @@ def test_show_given_tier_and_errors():
     with pytest.raises(ValueError, match="non-empty"):
         hints.define("toy_three", "  ")
     assert hints.pointer("undefined_ex") == ""
+
+
+def test_failing_check_names_the_next_hint():
+    from labkit.check.framework import finish
+    from labkit.check.result import CheckResult
+
+    hints.define("toy_ptr", "c", "a", "n")
+    bad = finish(CheckResult("toy_ptr", False, 0, 1, "wrong", "out[0] = 1, expected 2"))
+    assert bad.message == ("out[0] = 1, expected 2 — stuck? hints.next('toy_ptr') shows hint 2 "
+                           "of 3 (approach)")
+    good = finish(CheckResult("toy_ptr", True, 1, 1, "passed", "exact"))
+    assert good.message == "exact"
+    hints.next("toy_ptr"); hints.next("toy_ptr")
+    assert finish(CheckResult("toy_ptr", False, 0, 1, "wrong", "x")).message == "x"
+
+
+def test_check_result_plain_text_is_points_under_nbgrader(monkeypatch):
+    from labkit.check.result import CheckResult
+
+    r = CheckResult("toy", False, 0.5, 2, "slower", "1.2× slower")
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert r._repr_mimebundle_()["text/plain"] == str(r)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    bundle = r._repr_mimebundle_()
+    assert bundle["text/plain"] == "0.5" and "slower" in bundle["text/html"]

@@ -114,7 +114,13 @@ class Exercise:
 
 
 def finish(result: CheckResult, strict: bool = False) -> CheckResult:
-    """Record (``LABKIT_RESULTS``) and apply strict mode (``LABKIT_CHECK_STRICT``, nbgrader)."""
+    """Name the next hint on a failure, record (``LABKIT_RESULTS``) and apply strict mode
+    (``LABKIT_CHECK_STRICT``, nbgrader)."""
+    if not result.passed:
+        from labkit import hints
+        pointer = hints.pointer(result.name)
+        if pointer and pointer not in result.message:
+            result.message = f"{result.message} — {pointer}" if result.message else pointer
     if os.environ.get("LABKIT_RESULTS"):
         _record(result)
     strict = (strict or os.environ.get("LABKIT_CHECK_STRICT") == "1"

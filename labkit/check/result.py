@@ -47,6 +47,13 @@ class CheckResult:
             f'<span style="float:right;color:#555">{pts}</span></div>'
         )
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Under nbgrader (``NBGRADER_EXECUTION``) the plain text is the points — nbgrader reads a
+        grade cell's numeric output as partial credit — while the HTML still shows the verdict."""
+        import os
+        plain = f"{self.points:g}" if os.environ.get("NBGRADER_EXECUTION") else str(self)
+        return {"text/plain": plain, "text/html": self._repr_html_()}
+
     def to_dict(self) -> dict:
         """Plain-JSON form (used by the grader)."""
         d = asdict(self)
