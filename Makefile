@@ -9,7 +9,7 @@ DIR     ?= submissions
 NB      ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
-.PHONY: lab test install solutions notebooks book bench grade doctor clean
+.PHONY: lab test install solutions notebooks book bench grade nbgrader doctor clean
 
 install: $(STAMP)
 
@@ -24,6 +24,7 @@ lab: install
 
 test: install
 	$(BIN)/python tools/ensure_browser.py || true
+	$(BIN)/python -m labkit.grade.sandbox --ensure
 	$(BIN)/python -m pytest
 
 # solutions/NN_name.md (the only sources) -> executed, stamped solutions/NN_name.ipynb
@@ -42,8 +43,15 @@ book: install
 bench: install
 	$(BIN)/labkit bench all
 
+# grades/grades.csv (+ grades-wide.csv, grades.json, feedback/, report.html), each submission
+# in a bubblewrap sandbox (Debian: bubblewrap + util-linux; installed here when root)
 grade: install
-	$(BIN)/labkit grade $(DIR) --out grades.csv
+	$(BIN)/python -m labkit.grade.sandbox --ensure
+	$(BIN)/labkit grade $(DIR) --out grades/grades.csv --json grades/grades.json
+
+# nbgrader with the venv's tools on PATH (it runs `alembic` by name): make nbgrader ARGS="autograde lab"
+nbgrader: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/nbgrader $(ARGS)
 
 doctor: install
 	$(BIN)/labkit doctor
