@@ -17,7 +17,7 @@ from labkit.check.guard import Guard, unwrap
 from labkit.check.speed import Measurement
 
 from . import STREAMS, flops_per_eval, make_inputs, new_output, prefactors, to_aosoa
-from .kernels import vgh_aos, vgh_soa
+from .kernels import _batch_tiles, vgh_aos, vgh_soa
 
 #: labkit's own tile drivers: handing one of them in (or calling it) is "uses labkit's answer".
 _TILE_ANSWERS = ("labkit.bspline.kernels:vgh_aosoa", "labkit.bspline.kernels:_batch_tiles",
@@ -187,29 +187,48 @@ def check_aosoa_driver(student):
 
 # ----------------------------------------------------------------------------- 4. one flat prange
 #: Two threads must beat one by this factor (wall time, median interval) in both shapes.
-FLAT_NEED = 1.3
+FLAT_NEED = 0.75
+#: below this 2-thread gain of labkit's own flat driver, measured at the same moment, the machine
+#: cannot show a second thread's worth now (other jobs hold the cores): speed is not judged
+FLAT_MACHINE_MIN = 1.2
 
 
-def _thread_ratio(raw, args, threads=2, rounds=9, min_time=0.01):
-    """Wall-time ratio (1 thread ÷ ``threads``) of ``raw(*args)``, ABBA rounds → Measurement."""
-    def timed(th, loops):
-        numba.set_num_threads(th)
-        t0 = time.perf_counter()
-        for _ in range(loops):
-            raw(*args)
-        return (time.perf_counter() - t0) / loops
+def _timed(fn, args, th, loops):
+    numba.set_num_threads(th)
+    t0 = time.perf_counter()
+    for _ in range(loops):
+        fn(*args)
+    return (time.perf_counter() - t0) / loops
 
+
+def _gain(fn, args, loops, threads=2):
+    """1-thread ÷ ``threads``-thread wall time of ``fn(*args)``, ABBA within the call."""
+    a1, b1 = _timed(fn, args, 1, loops), _timed(fn, args, threads, loops)
+    b2, a2 = _timed(fn, args, threads, loops), _timed(fn, args, 1, loops)
+    return min(a1, a2) / max(min(b1, b2), 1e-12)
+
+
+def _thread_ratios(student, reference, args, *, rounds=9, min_time=0.01, around=None):
+    """(student's 2-thread gain ÷ labkit's, labkit's gain), each a Measurement over ``rounds``
+    rounds in which the two are timed one right after the other — so a busy machine slows both.
+    ``around``: a context manager entered around each of the student's timings (the guard)."""
+    import contextlib
+    around = around or contextlib.nullcontext
     prev = numba.get_num_threads()
     try:
-        raw(*args)
-        t = max(timed(1, 1), 1e-7)
+        reference(*args)
+        with around():
+            student(*args)
+        t = max(_timed(reference, args, 1, 1), 1e-7)
         loops = max(1, min(100_000, int(min_time / t)))
-        ratios = []
+        rel, ref = [], []
         for _ in range(rounds):
-            a1, b1, b2, a2 = timed(1, loops), timed(threads, loops), timed(threads, loops), \
-                timed(1, loops)
-            ratios.append(min(a1, a2) / max(min(b1, b2), 1e-12))
-        return Measurement(ratios)
+            with around():
+                g_s = _gain(student, args, loops)
+            g_r = _gain(reference, args, loops)
+            rel.append(g_s / max(g_r, 1e-12))
+            ref.append(g_r)
+        return Measurement(rel), Measurement(ref)
     finally:
         numba.set_num_threads(prev)
 
@@ -245,9 +264,12 @@ def _no_nested_prange(student) -> None:
 @exercise("flat_tiles", points=2, answers=_TILE_ANSWERS)
 def check_flat_tiles(student):
     """``student(tcoefs, idx, pref, out)`` fills ``out (P, M, 10, ≥Nb)`` with every position ×
-    tile (like ``_batch_tiles``), in a parallel loop; on 2 threads it must beat 1 thread by
-    ≥ FLAT_NEED (wall time, interval of the median, else ``inconclusive``) both for one walker
-    with 16 tiles and for 16 walkers with one tile — which only one flat prange does."""
+    tile (like ``_batch_tiles``), in one parallel loop (no prange inside a prange); on 2 threads
+    its gain over 1 thread must reach FLAT_NEED × the gain of labkit's own flat driver measured
+    at the same moment (wall time, interval of the median, else ``inconclusive``), both for one
+    walker with 16 tiles and for 16 walkers with one tile — which only one flat prange does.
+    When labkit's own driver cannot gain FLAT_MACHINE_MIN× now (a busy machine), speed is not
+    judged: an honest student does not lose points to other jobs."""
     r = rng()
     for grid, N, Nb, P in (((4, 5, 6), 8, 8, 1), ((6, 4, 5), int(r.integers(17, 40)), 8, 3),
                            ((5, 5, 4), 32, 32, int(r.integers(2, 6)))):
@@ -285,25 +307,29 @@ def check_flat_tiles(student):
         if guard is not None:
             guard.snapshot.extend()
             guard.precompile(args)
-            with guard.tracing():
-                m = _thread_ratio(raw, args, **kw)
+            rel, ref = _thread_ratios(raw, _batch_tiles, args, around=guard.tracing, **kw)
             guard.verify()
         else:
-            m = _thread_ratio(raw, args, **kw)
-        verdicts.append((label, m))
-    text = "; ".join(f"{label}: 2 threads {m.ratio:.2f}× 1 thread [{m.low:.2f}, {m.high:.2f}]"
-                     for label, m in verdicts)
+            rel, ref = _thread_ratios(raw, _batch_tiles, args, **kw)
+        verdicts.append((label, rel, ref))
+    text = "; ".join(f"{label}: your 2-thread gain {rel.ratio:.2f}× labkit's "
+                     f"[{rel.low:.2f}, {rel.high:.2f}] (labkit's own: {ref.ratio:.2f}×)"
+                     for label, rel, ref in verdicts)
     if not enforce:
         note(text + " (wall time) — speed reported only (LABKIT_SPEED=report)")
         return "every position × tile right"
-    if any(m.high < FLAT_NEED for _, m in verdicts):
-        slow = [label for label, m in verdicts if m.high < FLAT_NEED]
-        raise CheckFailure("not fast enough" if all(m.ratio >= 1.1 for _, m in verdicts)
-                           else "no change",
-                           f"{text}; need ≥ {FLAT_NEED:g}× in both — {', '.join(slow)} did not "
-                           "gain from the second thread (is the loop over positions × tiles "
-                           "one prange?)")
-    if any(m.low < FLAT_NEED for _, m in verdicts):
+    busy = [label for label, _, ref in verdicts if ref.ratio < FLAT_MACHINE_MIN]
+    if busy:
+        note(f"{text} — the machine is too busy to show a second thread's gain now (labkit's "
+             f"flat driver gains < {FLAT_MACHINE_MIN:g}× in {', '.join(busy)}): speed not judged")
+        return "every position × tile right, in one parallel loop"
+    if any(rel.high < FLAT_NEED for _, rel, _ in verdicts):
+        slow = [label for label, rel, _ in verdicts if rel.high < FLAT_NEED]
+        raise CheckFailure("not fast enough",
+                           f"{text}; need ≥ {FLAT_NEED:g}× labkit's gain in both — "
+                           f"{', '.join(slow)} did not gain like one flat prange over positions "
+                           "× tiles does")
+    if any(rel.low < FLAT_NEED for _, rel, _ in verdicts):
         raise CheckFailure("inconclusive", f"{text} straddles {FLAT_NEED:g}× — the machine is "
                                            "too busy to decide; run the check again")
     note(text)
