@@ -44,10 +44,8 @@ def _cells(md: Path) -> list[tuple[dict, str]]:
 
 
 def _constants(lab: str, name: str) -> dict:
-    """Plain values a reference solution reads from other (non-import) cells."""
-    if name == "pick_tile":
-        import importlib
-        return {"best_tile": int(importlib.import_module(f"labkit.{lab}").DEFAULT_TILE)}
+    """Plain values a reference solution reads from other (non-import) cells (none today: every
+    exercise cell is self-contained; the hook stays for one that is not)."""
     return {}
 
 
