@@ -299,7 +299,7 @@ def check_flat_tiles(student):
     shapes = {"one walker, 16 tiles": (1, 16), "16 walkers, one tile": (16, 1)}
     enforce = speed_enforced()
     verdicts = []
-    kw = dict(rounds=15, min_time=0.01) if enforce else dict(rounds=2, min_time=0.003)
+    kw = dict(rounds=9, min_time=0.01) if enforce else dict(rounds=2, min_time=0.003)
     for label, (P, M) in shapes.items():
         Nb = 256
         x = make_inputs({"grid": (8, 8, 8), "n": M * Nb, "positions": P}, seed=2)
