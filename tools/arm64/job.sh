@@ -5,7 +5,7 @@
 #   tools/arm64/job.sh setup      # only build/refresh the cached arm64 root filesystem and venv
 #   tools/arm64/job.sh shell      # an interactive shell in the rootfs (work tree at /labkit)
 #
-# Cache: .cache/arm64/ (rootfs ~800 MB: Debian bookworm arm64 minbase + python3 + a venv with
+# Cache: .cache/arm64/ (~1 GB: a Debian bookworm arm64 minbase rootfs with python3, 300 MB, + a venv with
 # labkit's dependencies at the host venv's versions).  Delete it to start cold.
 # Needs root (chroot, mount, binfmt_misc).  When emulation is impossible here (not root, no
 # binfmt_misc, no qemu-user-static and no way to install it) the job prints
