@@ -9,7 +9,7 @@ DIR     ?= submissions
 NB      ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
-.PHONY: lab test install solutions notebooks book bench grade nbgrader doctor clean
+.PHONY: lab test test-arm64 install solutions notebooks book bench grade nbgrader doctor clean
 
 install: $(STAMP)
 
@@ -26,6 +26,10 @@ test: install
 	$(BIN)/python tools/ensure_browser.py || true
 	$(BIN)/python -m labkit.grade.sandbox --ensure
 	$(BIN)/python -m pytest
+
+# ISA-sensitive tests on an emulated AArch64 (qemu user mode; root; cached in .cache/arm64)
+test-arm64: install
+	bash tools/arm64/job.sh
 
 # solutions/NN_name.md (the only sources) -> executed, stamped solutions/NN_name.ipynb
 # (all of them, one after the other; NB="01_alignment" for just one)
