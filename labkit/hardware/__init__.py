@@ -12,7 +12,8 @@ The package, by concern: :mod:`.probe` (HardwareInfo, ``build`` from recorded so
 vector width), :mod:`.isa` (per-architecture feature tables, what each feature means for the labs,
 every source's spelling), :mod:`.sources` (parsers of /proc/cpuinfo, the AArch64 aux vector and
 SVE length, macOS sysctl),
-:mod:`.roof` (one core's memory bandwidth and FMA rate, the two roofs of a roofline) and
+:mod:`.roof` (one core's memory bandwidth and FMA rate, the two roofs of a roofline),
+:mod:`.clock` (the core clock, from a chain of dependent one-cycle integer operations) and
 :mod:`._doctor` (what `labkit doctor` prints and checks).  Importing it does not import numba.
 """
 from __future__ import annotations
@@ -20,9 +21,10 @@ from __future__ import annotations
 from ._doctor import doctor
 from .probe import (FEATURES, MEANING, HardwareInfo, has, info, native_lanes, native_vector_bits,
                     summary)
+from .clock import measure_clock
 from .roof import measure_bandwidth, measure_fma_rate
 
 __all__ = ["HardwareInfo", "info", "has", "summary", "doctor", "measure_bandwidth",
-           "measure_fma_rate", "native_vector_bits", "native_lanes", "FEATURES", "MEANING", "main"]
+           "measure_fma_rate", "measure_clock", "native_vector_bits", "native_lanes", "FEATURES", "MEANING", "main"]
 
 main = doctor
