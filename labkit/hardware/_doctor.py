@@ -68,6 +68,15 @@ def doctor(argv: Sequence[str] | None = None) -> int:
     elif hw.arch == "aarch64":
         print("  (numba compiles NEON here: checks expect 128-bit vectors; see other ISAs with "
               "labkit.inspect.compile_for(fn, 'neoverse-v1') for SVE or 'znver4' for AVX-512)")
+    if hw.arch == "x86_64" and hw.features.get("avx512f") and not ns.no_smoke:
+        from .probe import native_vector_bits
+        pref = native_vector_bits(preferred=True)
+        print(f"  numba's loops here: {pref}-bit vectors ({pref // 64} doubles per instruction) on "
+              f"{native_vector_bits()}-bit registers"
+              + (" — LLVM's tuning for this core prefers 256-bit code" if pref < 512 else "")
+              + ". Whether 512-bit code doubles the FMA throughput of 256-bit code depends on "
+                "the core (AMD Zen 4 runs each 512-bit operation as two 256-bit halves); "
+                "`labkit doctor --measure` measures the FMA rate numba reaches here.")
     if ns.measure:
         bw, peak = roof.measure_bandwidth(), roof.measure_fma_rate()
         print(f"one core  {bw:.1f} GB/s memory bandwidth (triad, 96 MiB arrays), {peak:.1f} GFLOP/s "

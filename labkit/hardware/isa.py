@@ -11,12 +11,12 @@ X86_FEATURES = ("sse4_2", "popcnt", "avx", "avx2", "fma", "avx512f", "avx512bw",
                 "avx512_vpopcntdq")
 
 X86_MEANING = {
-    "sse4_2": "128-bit SSE4.2 (xmm): the x86-64 baseline; lab 01 lanes ×8 int16 without AVX",
+    "sse4_2": "128-bit SSE4.2 (xmm), beyond the x86-64 baseline (SSE2): lab 01 lanes ×8 int16 without AVX",
     "popcnt": "scalar popcnt: lab 04 counts bits one 64-bit word per instruction",
     "avx": "256-bit float vectors (ymm): lab 02/03 evaluate 4 doubles per instruction",
     "avx2": "256-bit integer vectors: lab 01 lanes ×16 int16",
     "fma": "fused multiply-add: lab 02/03 do a*b+c in one instruction (with fastmath=True)",
-    "avx512f": "512-bit registers (zmm): lab 02/03 run 8 doubles per instruction",
+    "avx512f": "512-bit registers (zmm): up to 8 doubles per instruction — whether numba's loops use them, and whether they double AVX2's throughput, depends on the core (see below)",
     "avx512bw": "512-bit byte/word ops: lab 01 lanes ×32 int16",
     "avx512vl": "AVX-512 masking/ops on xmm/ymm too: LLVM may prefer 256-bit AVX-512 code",
     "avx512_vpopcntdq": "lab 04: popcount runs as vpopcntq on 512-bit registers",
