@@ -14,9 +14,10 @@ included, which is what a kernel's latency reasoning needs.
 from __future__ import annotations
 
 import functools
-import time
 
 from labkit._common import positive_int
+
+from .roof import _best_seconds
 
 
 __all__ = ["measure_clock", "CHAIN_OPS_PER_ITERATION"]
@@ -43,12 +44,7 @@ def measure_clock(iterations: int = 20_000_000, repeat: int = 5) -> float:
     (best of ``repeat`` timed repeats). Typically within a few per cent of the turbo clock."""
     n = positive_int(iterations, "iterations", hint="chain length per call")
     repeat = positive_int(repeat, "repeat")
-    k = _kernel()
     a, b = 0x9E3779B97F4A7C15 >> 2, 0x5BD1E995
-    k(1, a, b)                                   # compile (or load from the cache)
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.thread_time()
-        k(n, a, b)
-        best = min(best, time.thread_time() - t0)
-    return CHAIN_OPS_PER_ITERATION * n / max(best, 1e-9)
+    # the roofs' best-of timer, in thread CPU time; one call per repeat (min_time 0)
+    seconds = _best_seconds(_kernel(), (n, a, b), repeat, 0.0)
+    return CHAIN_OPS_PER_ITERATION * n / seconds
