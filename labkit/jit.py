@@ -1,0 +1,103 @@
+"""``numba.njit`` that asks LLVM for the host's full vector width, per function.
+
+On Intel cores with AVX-512 (Skylake-SP … Emerald Rapids) LLVM's tuning carries ``prefer-256-bit``:
+its loop vectoriser emits 256-bit (``ymm``) loops although the registers hold 512 bits, because on
+early AVX-512 cores 512-bit instructions lowered the clock. A plain ``@numba.njit`` loop therefore
+uses half of the machine's lanes. Clang's answer is ``-mprefer-vector-width=512``, which becomes the
+LLVM function attribute ``"prefer-vector-width"="512"``; this module adds that attribute to the
+functions one decorator compiles — nothing else in the process changes (``NUMBA_CPU_FEATURES`` with
+``-prefer-256-bit`` would change every function, the students' included).
+
+``labkit.jit.njit`` is a drop-in for ``numba.njit``: labkit's fast kernels use it; the lessons'
+before/after variants and the comparators the checks time a student against keep plain
+``numba.njit``, so a student's plain loop is never judged against code compiled with a width the
+student did not get. Where AVX-512 is absent (or on AArch64, RISC-V) it is exactly ``numba.njit``.
+
+``LABKIT_VECTOR_BITS=256`` (or ``=0``) in the environment turns the preference off, to measure what
+it buys: ``LABKIT_VECTOR_BITS=256 labkit bench alignment``.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import numba
+from numba.core.compiler import Compiler
+
+__all__ = ["njit", "vector_bits", "ATTRIBUTE"]
+
+ATTRIBUTE = "prefer-vector-width"
+
+
+@lru_cache(maxsize=None)
+def vector_bits() -> int | None:
+    """The width labkit's kernels ask for (512 on an x86 host with AVX-512), or None: no request.
+
+    ``LABKIT_VECTOR_BITS`` overrides it (``0`` or ``256`` or below: no request)."""
+    env = os.environ.get("LABKIT_VECTOR_BITS", "").strip()
+    if env:
+        try:
+            bits = int(env)
+        except ValueError:
+            raise ValueError(f"LABKIT_VECTOR_BITS={env!r}: give a width in bits, e.g. 512, "
+                             f"or 0 for LLVM's own preference") from None
+        return bits if bits > 256 else None
+    import llvmlite.binding as ll
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    try:
+        features = ll.get_host_cpu_features()
+    except RuntimeError:
+        return None
+    cpu_features = numba.config.CPU_FEATURES or ""
+    if "-avx512f" in cpu_features.split(","):
+        return None
+    return 512 if features.get("avx512f") else None
+
+
+_CLASSES: dict[type, type] = {}
+
+
+def _wide_class(base: type) -> type:
+    """A subclass of the numba target context *base* whose lowered functions carry the attribute."""
+    if base not in _CLASSES:
+        def post_lowering(self, mod, library):
+            super(cls, self).post_lowering(mod, library)
+            bits = vector_bits()
+            if bits:
+                attr = f'"{ATTRIBUTE}"="{bits}"'
+                for fn in mod.functions:
+                    if not fn.is_declaration:
+                        # llvmlite's AttributeSet.add accepts only enum attributes; a string
+                        # attribute is rendered verbatim in the function's definition
+                        set.add(fn.attributes, attr)
+
+        cls = type(f"Wide{base.__name__}", (base,), {"post_lowering": post_lowering})
+        _CLASSES[base] = cls
+    return _CLASSES[base]
+
+
+class WidePipeline(Compiler):
+    """numba's default pipeline, lowering through a target context that adds the width attribute.
+
+    Parallel loops' bodies are compiled through the same context (numba hands the lowering context
+    to the gufunc it outlines), so ``prange`` bodies are wide too."""
+
+    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
+        super().__init__(typingctx, targetctx, library, args, return_type, flags, locals)
+        if vector_bits():
+            ctx = self.state.targetctx
+            wide = ctx.subtarget()
+            wide.__class__ = _wide_class(type(ctx))
+            self.state.targetctx = wide
+
+
+def njit(*args, **options):
+    """``numba.njit(*args, **options)`` compiled with :data:`vector_bits` as LLVM's vector preference.
+
+    Use it exactly like ``numba.njit`` (bare, with options, or ``njit(options)(function)``)."""
+    if "pipeline_class" in options:
+        raise TypeError("labkit.jit.njit sets pipeline_class itself; use numba.njit for your own")
+    return numba.njit(*args, pipeline_class=WidePipeline, **options)
