@@ -14,33 +14,7 @@ import math
 import sys
 import time
 
-
-class SerialComm:
-    """Stand-in for an MPI communicator with one rank (when mpi4py is absent)."""
-
-    def Get_rank(self):
-        """Always rank 0."""
-        return 0
-
-    def Get_size(self):
-        """Always one rank."""
-        return 1
-
-    def allgather(self, obj):
-        """All-gather of one rank: a one-element list."""
-        return [obj]
-
-    def Barrier(self):
-        """Nothing to wait for."""
-
-
-def world():
-    """mpi4py's COMM_WORLD if mpi4py imports, else a one-rank SerialComm."""
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        return SerialComm()
-    return MPI.COMM_WORLD
+from labkit._mpi import cli_ranks
 
 
 def main(argv=None) -> int:
@@ -61,8 +35,7 @@ def main(argv=None) -> int:
 
     from . import SIZES, encode, make_inputs, rank_snp_range, search
 
-    comm = world()
-    rank, size = comm.Get_rank(), comm.Get_size()
+    comm, rank, size = cli_ranks(p)
     if ns.size is not None and ns.size not in SIZES:
         p.error(f"--size must be one of {list(SIZES)}")
     spec = dict(SIZES[ns.size or "small"])

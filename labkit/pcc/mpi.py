@@ -12,44 +12,13 @@ import numpy as np
 from numba import njit
 
 from labkit._common import check_threads, use_threads
+from labkit._mpi import SerialComm, ranks, world  # noqa: F401 - SerialComm, world re-exported
 
 from . import DEFAULT_TILE, _check_tile, _check_X, _nan_const, _pairs_over_range
 from .kernels import KBLOCK, standardize, tiles_to_buffer
 from .mapping import _job_coords_nb, rank_tile_range
 
 __all__ = ["distributed_pcc", "SerialComm", "world"]
-
-
-class SerialComm:
-    """Stand-in for an MPI communicator with one rank (when mpi4py is absent)."""
-
-    def Get_rank(self):
-        """Always rank 0."""
-        return 0
-
-    def Get_size(self):
-        """Always one rank."""
-        return 1
-
-    def gather(self, obj, root=0):
-        """Gather of one rank: a one-element list."""
-        return [obj]
-
-    def bcast(self, obj, root=0):
-        """Broadcast of one rank: the object itself."""
-        return obj
-
-    def Barrier(self):
-        """Nothing to wait for."""
-
-
-def world():
-    """mpi4py's COMM_WORLD if mpi4py imports, else a one-rank SerialComm."""
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        return SerialComm()
-    return MPI.COMM_WORLD
 
 
 @njit(cache=True)
@@ -69,8 +38,7 @@ def _assemble(buf, n, tile, J0, R):
 
 def distributed_pcc(X, comm=None, tile=DEFAULT_TILE, threshold=None, threads=None):
     """Each rank computes its tile-id range; rank 0 returns R (or (i, j, r)), others None."""
-    comm = world() if comm is None else comm
-    rank, size = comm.Get_rank(), comm.Get_size()
+    comm, rank, size = ranks(comm)
     X = _check_X(X)
     tile = _check_tile(tile)
     P = check_threads(threads)
