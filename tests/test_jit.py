@@ -69,3 +69,15 @@ def test_environment_turns_it_off_and_rejects_nonsense():
 def test_pipeline_class_is_refused():
     with pytest.raises(TypeError, match="pipeline_class"):
         jit.njit(pipeline_class=object)
+
+
+def test_inspection_recompiles_with_the_same_pipeline():
+    """labkit.inspect recompiles cache-loaded kernels for their text: it must keep the wide pipeline."""
+    from labkit.inspect import ir
+
+    wide = jit.njit(fastmath=True)(_dot)
+    a = np.ones(64)
+    fresh = ir._compile_fresh(wide, (numba.typeof(a),) * 2)
+    assert fresh._compiler.pipeline_class is jit.WidePipeline
+    plain = ir._compile_fresh(numba.njit(_dot), (numba.typeof(a),) * 2)
+    assert plain._compiler.pipeline_class is not jit.WidePipeline

@@ -105,9 +105,14 @@ def _fresh_options(fn, debug: bool) -> dict:
 
 
 def _compile_fresh(fn, args, debug=False):
-    """Compile a new dispatcher of ``fn.py_func`` (same options) for ``args``; never cached."""
+    """Compile a new dispatcher of ``fn.py_func`` (same options and pipeline — e.g. labkit.jit's
+    wide one) for ``args``; never cached."""
     numba = _numba()
-    disp = numba.njit(cache=False, **_fresh_options(fn, debug))(fn.py_func)
+    opts = _fresh_options(fn, debug)
+    pipeline = getattr(getattr(fn, "_compiler", None), "pipeline_class", None)
+    if pipeline is not None:
+        opts["pipeline_class"] = pipeline
+    disp = numba.njit(cache=False, **opts)(fn.py_func)
     from numba.core.errors import NumbaWarning
 
     with warnings.catch_warnings():
