@@ -241,6 +241,31 @@ def test_timeit():
         bench.timeit(_jit_sum, np.ones(3), repeat=0)
 
 
+
+def test_timeit_in_thread_cpu_seconds():
+    # the caller sleeps while another thread of the process spins: process CPU time counts the
+    # spinner, the caller's thread CPU time does not (labkit.hardware times its kernels so)
+    import threading
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            pass
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        kw = dict(repeat=3, min_time=0.01)
+        own = bench.timeit(time.sleep, 0.003, clock="thread", **kw)
+        cpu = bench.timeit(time.sleep, 0.003, clock="cpu", **kw)
+    finally:
+        stop.set()
+        spinner.join()
+    assert min(own.times) < 0.001 and min(own.times) < min(cpu.times)
+    with pytest.raises(ValueError, match="clock must be 'wall', 'cpu' or 'thread'"):
+        bench.timeit(time.sleep, 0.0, clock="gpu")
+
+
 def test_sweep():
     seen = []
 

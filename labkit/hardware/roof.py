@@ -2,14 +2,13 @@
 triad) and double-precision FMA rate.
 
 The kernels are plain Python functions jitted on first use (``numba.njit(cache=True)``), so
-``import labkit.hardware`` does not import numba.  Timing is a small best-of loop of its own:
-labkit.bench imports labkit.hardware (for its report header), so hardware does not import bench.
+``import labkit.hardware`` does not import numba.  Timing is labkit.bench's timer, imported
+inside the function that times: bench reaches hardware (its report header, cycles per item), so
+hardware does not import bench at module level.
 """
 from __future__ import annotations
 
 import functools
-import gc
-import time
 
 __all__ = ["measure_bandwidth", "measure_fma_rate"]
 
@@ -49,30 +48,16 @@ def _kernel(name: str):
 
 def _best_seconds(fn, args, repeat: int, min_time: float) -> float:
     """Seconds per call of ``fn(*args)``: the fastest of ``repeat`` timed repeats of ≥ min_time
-    each (loops per repeat scaled from a first timed call), as STREAM reports — a shared machine
-    only ever slows a run down. Timed in this thread's CPU time (the kernels are single-threaded):
-    wall time also counts the moments another job held the core, and on this shared 2-core
-    machine read the triad at 1.4–4.8 GB/s while a kernel beside it moved 11 GB/s. A thread
-    stalled on memory still runs, so bandwidth-bound loops are timed correctly."""
-    clock = time.thread_time
-    fn(*args)  # compile / warm up
-    t0 = clock()
-    fn(*args)
-    once = max(clock() - t0, 1e-9)
-    loops = max(1, int(min_time / once) + 1)
-    best = float("inf")
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeat):
-            t0 = clock()
-            for _ in range(loops):
-                fn(*args)
-            best = min(best, max(clock() - t0, 1e-9) / loops)
-    finally:
-        if gc_was:
-            gc.enable()
-    return best
+    each (labkit.bench.timeit: first call apart, loops autoscaled, garbage collector paused), as
+    STREAM reports — a shared machine only ever slows a run down. Timed in this thread's CPU time
+    (the kernels are single-threaded): wall time also counts the moments another job held the
+    core, and on this shared 2-core machine read the triad at 1.4–4.8 GB/s while a kernel beside
+    it moved 11 GB/s. A thread stalled on memory still runs, so bandwidth-bound loops are timed
+    correctly."""
+    from labkit.bench import timeit  # lazily: bench reaches hardware
+
+    t = timeit(fn, *args, repeat=repeat, min_time=min_time, clock="thread")
+    return max(min(t.times), 1e-9)
 
 
 def _positive_int(name: str, value, what: str = "") -> None:
