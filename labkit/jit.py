@@ -22,6 +22,7 @@ import os
 from functools import lru_cache
 
 import numba
+from numba.core.caching import FunctionCache
 from numba.core.compiler import Compiler
 
 __all__ = ["njit", "vector_bits", "ATTRIBUTE"]
@@ -94,10 +95,36 @@ class WidePipeline(Compiler):
             self.state.targetctx = wide
 
 
+class _WideCache(FunctionCache):
+    """numba's on-disk cache, with the requested width in the index key: a function compiled both
+    wide and plain (a check's plain twin of a wide kernel) keeps two entries, never the other's."""
+
+    def _index_key(self, sig, codegen):
+        return super()._index_key(sig, codegen) + ((ATTRIBUTE, vector_bits()),)
+
+
+def _make(fn, sigs, options: dict):
+    disp = numba.njit(pipeline_class=WidePipeline, **options)(fn)
+    if options.get("cache") and vector_bits():
+        disp._cache = _WideCache(disp.py_func)
+    if sigs is not None:                      # eager compilation, as numba.njit(sigs) does
+        for sig in sigs if isinstance(sigs, list) else [sigs]:
+            disp.compile(sig)
+        disp.disable_compile()
+    return disp
+
+
 def njit(*args, **options):
     """``numba.njit(*args, **options)`` compiled with :data:`vector_bits` as LLVM's vector preference.
 
-    Use it exactly like ``numba.njit`` (bare, with options, or ``njit(options)(function)``)."""
+    Use it exactly like ``numba.njit`` (bare, with options, with signatures, or
+    ``njit(options)(function)``); ``cache=True`` keeps wide entries apart from plain ones."""
     if "pipeline_class" in options:
         raise TypeError("labkit.jit.njit sets pipeline_class itself; use numba.njit for your own")
-    return numba.njit(*args, pipeline_class=WidePipeline, **options)
+    if len(args) == 1 and callable(args[0]) and not isinstance(args[0], (str, list, tuple)):
+        return _make(args[0], None, options)
+    if len(args) > 1:
+        raise TypeError("labkit.jit.njit takes at most one positional argument: a function or "
+                        "signature(s)")
+    sigs = args[0] if args else None
+    return lambda fn: _make(fn, sigs, options)

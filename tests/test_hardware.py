@@ -162,13 +162,16 @@ def test_machine_limits_and_their_errors():
             hardware.measure_bandwidth(mib=bad)
     with pytest.raises(ValueError, match="repeat"):
         hardware.measure_fma_rate(repeat=0)
+    with pytest.raises(TypeError, match="full_width"):
+        hardware.measure_fma_rate(full_width="yes")
+    assert hardware.measure_fma_rate(repeat=2, full_width=False) > 0
     from labkit import bspline
     assert bspline.measure_bandwidth is hardware.measure_bandwidth   # the notebook's names
 
 
 def test_doctor_measure(monkeypatch, capsys):
     monkeypatch.setattr(roof, "measure_bandwidth", lambda: 30.0)
-    monkeypatch.setattr(roof, "measure_fma_rate", lambda: 60.0)
+    monkeypatch.setattr(roof, "measure_fma_rate", lambda **kw: 60.0)
     assert hardware.doctor(["--measure", "--no-smoke"]) == 0
     out = capsys.readouterr().out
     assert "30.0 GB/s" in out and "60.0 GFLOP/s" in out and "ridge at 2.0 FLOP/byte" in out

@@ -81,3 +81,56 @@ def test_inspection_recompiles_with_the_same_pipeline():
     assert fresh._compiler.pipeline_class is jit.WidePipeline
     plain = ir._compile_fresh(numba.njit(_dot), (numba.typeof(a),) * 2)
     assert plain._compiler.pipeline_class is not jit.WidePipeline
+
+
+_CACHED = '''
+import numpy as np, numba
+from labkit import jit
+
+def dot(a, b):
+    t = 0.0
+    for i in range(a.size):
+        t += a[i] * b[i]
+    return t
+
+wide = jit.njit(cache=True, fastmath=True)(dot)
+plain = numba.njit(cache=True, fastmath=True)(dot)
+'''
+
+_PROBE = '''
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+import cached_mod as m
+a = np.ones(256)
+first = sys.argv[2]
+for name in (first, "plain" if first == "wide" else "wide"):
+    f = getattr(m, name)
+    f(a, a)
+    lib = f.overloads[f.signatures[0]].library
+    text = lib.get_asm_str() if not getattr(lib, "_disable_inspection", False) else ""
+    print(name, f.stats.cache_hits.total() if hasattr(f.stats.cache_hits, "total") else
+          sum(f.stats.cache_hits.values()), "zmm" in text)
+'''
+
+
+@pytest.mark.skipif(jit.vector_bits() is None, reason="no AVX-512 here: one width only")
+def test_wide_and_plain_compiles_of_one_function_keep_separate_cache_entries(tmp_path):
+    """Before the width was in the cache key, the second of the two compiles loaded the first's
+    code from numba's cache: a plain twin ran 512-bit code (or the wide kernel 256-bit code)."""
+    (tmp_path / "cached_mod.py").write_text(_CACHED)
+    env = {"PATH": "", "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    run = lambda first: subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path), first],
+                                       env=env, capture_output=True, text=True, check=True).stdout
+    cold = run("wide").split()                       # compiles both, saves both
+    assert cold == ["wide", "0", "True", "plain", "0", "False"], cold
+    warm = run("plain").split()                      # loads both from the cache
+    assert warm[:2] == ["plain", "1"] and warm[3:5] == ["wide", "1"], warm
+
+
+def test_signatures_compile_eagerly_like_numba():
+    f = jit.njit("float64(float64[:], float64[:])", fastmath=True)(_dot)
+    assert len(f.signatures) == 1
+    a = np.ones(8)
+    assert f(a, a) == 8.0
+    with pytest.raises(TypeError):
+        f(np.ones(8, dtype=np.int32), np.ones(8, dtype=np.int32))

@@ -38,12 +38,18 @@ def _fma_chains(x, out):
 
 @functools.lru_cache(maxsize=None)
 def _kernel(name: str):
-    """The jitted kernel (compiled, or loaded from numba's cache, on first use)."""
+    """The jitted kernel (compiled, or loaded from numba's cache, on first use). The FMA kernel
+    comes twice: ``"fma"`` asks LLVM for the registers' full width (labkit.jit), ``"fma_plain"``
+    is a plain ``numba.njit`` loop at LLVM's preferred width."""
     from numba import njit
 
     if name == "triad":
         return njit(cache=True, fastmath=True)(_triad)
-    return njit(cache=True, fastmath={"contract"})(_fma_chains)
+    if name == "fma_plain":
+        return njit(cache=True, fastmath={"contract"})(_fma_chains)
+    from labkit.jit import njit as wide_njit
+
+    return wide_njit(cache=True, fastmath={"contract"})(_fma_chains)
 
 
 def _best_seconds(fn, args, repeat: int, min_time: float) -> float:
@@ -78,11 +84,18 @@ def measure_bandwidth(mib: int = 96, repeat: int = 7) -> float:
     return 3 * 8 * n / _best_seconds(_kernel("triad"), (a, b, c, 0.5), repeat, 0.1) / 1e9
 
 
-def measure_fma_rate(repeat: int = 7) -> float:
-    """Single-thread double-precision FMA throughput in GFLOP/s (FMA = 2 FLOP; best of repeats)."""
+def measure_fma_rate(repeat: int = 7, *, full_width: bool = True) -> float:
+    """Single-thread double-precision FMA throughput in GFLOP/s (FMA = 2 FLOP; best of repeats).
+
+    ``full_width=True`` (the roof): vectors as wide as the registers (labkit.jit's request; on an
+    Intel AVX-512 core LLVM's own choice is 256 bits, which reaches about half). ``False``: what a
+    plain ``@numba.njit`` loop reaches here — the roof for code compiled without that request."""
     _positive_int("repeat", repeat)
+    if not isinstance(full_width, bool):
+        raise TypeError(f"full_width must be True or False, got {full_width!r}")
     import numpy as np
 
     x = np.full(2048, 0.999)
     out = np.empty_like(x)
-    return 2 * 8 * 16 * x.size / _best_seconds(_kernel("fma"), (x, out), repeat, 0.05) / 1e9
+    kernel = _kernel("fma" if full_width else "fma_plain")
+    return 2 * 8 * 16 * x.size / _best_seconds(kernel, (x, out), repeat, 0.05) / 1e9
