@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from labkit import hardware
 from labkit._common import use_threads
+from labkit.jit import njit
 
 from ._intrinsics import _lanes1, _lanes3, _lanes6, _lanes9, _mi_lanes, _popcount_v8
 
