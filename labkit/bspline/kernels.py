@@ -339,6 +339,7 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
     yw = (pref[p, 1, 0, 0], pref[p, 1, 0, 1], pref[p, 1, 0, 2], pref[p, 1, 0, 3],
           pref[p, 1, 1, 0], pref[p, 1, 1, 1], pref[p, 1, 1, 2], pref[p, 1, 1, 3],
           pref[p, 1, 2, 0], pref[p, 1, 2, 1], pref[p, 1, 2, 2], pref[p, 1, 2, 3])
+    u0, ul = numba.uint64(n0), numba.uint64(lo)
     for s in range(10):
         for k in range(nb):
             buf[q, s, k] = 0.0
@@ -346,7 +347,7 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
         ix = idx[p, 0, i]
         a, da, d2a = pref[p, 0, 0, i], pref[p, 0, 1, i], pref[p, 0, 2, i]
         for k in range(nb):
-            s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, n0 + k, zw, yw)
+            s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, u0 + numba.uint64(k), zw, yw)
             buf[q, 0, k] += a * s00
             buf[q, 1, k] += da * s00
             buf[q, 2, k] += a * s10
@@ -360,8 +361,8 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
     ix = idx[p, 0, 3]
     a, da, d2a = pref[p, 0, 0, 3], pref[p, 0, 1, 3], pref[p, 0, 2, 3]
     for k in range(nb):
-        s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, n0 + k, zw, yw)
-        j = lo + k
+        s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, u0 + numba.uint64(k), zw, yw)
+        j = ul + numba.uint64(k)
         value[p, j] = buf[q, 0, k] + a * s00
         grad[p, j, 0] = buf[q, 1, k] + da * s00
         grad[p, j, 1] = buf[q, 2, k] + a * s10
