@@ -118,6 +118,50 @@ def _and_popcount2_v8(typingctx, a, aoff, b, boff0, boff1, n8):
     return sig, codegen
 
 
+@intrinsic
+def _sub2_v8(typingctx, dst, o, o0, o1, par, op, n8):
+    """dst[o + x] = par[op + x] − dst[o0 + x] − dst[o1 + x] for x < 8*n8, <8 x i64> vectors (the
+    counts of genotype 2 by subtraction; plain loops over one array lose their vectors to numba's
+    negative-index wraparound and LLVM's alias checks)."""
+    if not (isinstance(dst, types.Array) and isinstance(par, types.Array)
+            and _int_args_ok(o, o0, o1, op, n8)):
+        return None
+    sig = types.void(dst, o, o0, o1, par, op, n8)
+
+    def codegen(context, builder, signature, args):
+        D = context.make_array(signature.args[0])(context, builder, args[0])
+        P = context.make_array(signature.args[4])(context, builder, args[4])
+        c = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa: E731
+        pd, p0, p1 = (builder.gep(D.data, [c(k)]) for k in (1, 2, 3))
+        pp = builder.gep(P.data, [c(5)])
+        with cgutils.for_range(builder, c(6)) as loop:
+            i = builder.mul(loop.index, ir.Constant(_I64, 8))
+            v = builder.sub(builder.sub(_vload(builder, pp, i, _V8), _vload(builder, p0, i, _V8)),
+                            _vload(builder, p1, i, _V8))
+            builder.store(v, builder.bitcast(builder.gep(pd, [i]), _V8.as_pointer()), align=8)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _zero_v8(typingctx, dst, o, n8):
+    """dst[o : o + 8*n8] = 0 with <8 x i64> stores."""
+    if not (isinstance(dst, types.Array) and _int_args_ok(o, n8)):
+        return None
+    sig = types.void(dst, o, n8)
+
+    def codegen(context, builder, signature, args):
+        D = context.make_array(signature.args[0])(context, builder, args[0])
+        c = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa: E731
+        pd = builder.gep(D.data, [c(1)])
+        with cgutils.for_range(builder, c(2)) as loop:
+            i = builder.mul(loop.index, ir.Constant(_I64, 8))
+            builder.store(ir.Constant(_V8, None),
+                          builder.bitcast(builder.gep(pd, [i]), _V8.as_pointer()), align=8)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 def _make_lane_counter(G):
     """Intrinsic counting G prefix rows against 8 SNPs at once (one SNP per vector lane).
 
@@ -213,6 +257,46 @@ def _mi_lanes(typingctx, counts, o1, o0, cstride, p1, p0, nlogn, acc):
         marg = builder.fadd(builder.fadd(g(builder.add(a1, a0)), g(builder.add(e1, e0))), g(builder.add(z1, z0)))
         pa = builder.bitcast(A.data, _VF.as_pointer())
         builder.store(builder.fadd(builder.load(pa, align=8), builder.fsub(joint, marg)), pa, align=8)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _chi_lanes(typingctx, counts, o1, o0, cstride, p1, p0, fN, fN1, acc):
+    """acc[j] += Σ over the 3 cells (genotype g of the last SNP) of one prefix row of
+    (a·N − n·N1)² / max(n, 1) for candidate j (a = cases, n = cases + controls of the cell;
+    genotype 2 by subtraction from the row's counts p1, p0), reciprocal by ``vrcp14pd``
+    (relative error < 2**-14). Σ over all cells ÷ (N1·N0) is Pearson's χ², and N·MI ≤ χ²
+    (KL ≤ χ²-divergence, cell by cell): the bound that lets the search skip the MI."""
+    sig = types.void(counts, o1, o0, cstride, p1, p0, fN, fN1, acc)
+
+    def codegen(context, builder, sg, args):
+        C = context.make_array(sg.args[0])(context, builder, args[0])
+        A = context.make_array(sg.args[8])(context, builder, args[8])
+        c = lambda k: context.cast(builder, args[k], sg.args[k], types.int64)  # noqa: E731
+        o1_, o0_, cs, p1_, p0_ = c(1), c(2), c(3), c(4), c(5)
+        fN_ = _splat(builder, context.cast(builder, args[6], sg.args[6], types.float64), _VF)
+        fN1_ = _splat(builder, context.cast(builder, args[7], sg.args[7], types.float64), _VF)
+        a1 = _vload(builder, C.data, o1_, _V8)
+        e1 = _vload(builder, C.data, builder.add(o1_, cs), _V8)
+        a0 = _vload(builder, C.data, o0_, _V8)
+        e0 = _vload(builder, C.data, builder.add(o0_, cs), _V8)
+        z1 = builder.sub(builder.sub(_splat(builder, p1_, _V8), a1), e1)
+        z0 = builder.sub(builder.sub(_splat(builder, p0_, _V8), a0), e0)
+        rcp = _declare(builder, "llvm.x86.avx512.rcp14.pd.512", _VF, [_VF, _VF, _I8])
+        one = ir.Constant(_V8, [1] * 8)
+        zero = ir.Constant(_V8, None)
+        pa = builder.bitcast(A.data, _VF.as_pointer())
+        tot = builder.load(pa, align=8)
+        for ca, cb in ((a1, a0), (e1, e0), (z1, z0)):
+            n = builder.add(ca, cb)
+            n1 = builder.select(builder.icmp_signed("==", n, zero), one, n)
+            d = builder.fsub(builder.fmul(builder.sitofp(ca, _VF), fN_),
+                             builder.fmul(builder.sitofp(n, _VF), fN1_))
+            r = builder.call(rcp, [builder.sitofp(n1, _VF), ir.Constant(_VF, None),
+                                   ir.Constant(_I8, 0xFF)])
+            tot = builder.fadd(tot, builder.fmul(builder.fmul(d, d), r))
+        builder.store(tot, pa, align=8)
         return context.get_dummy_value()
     return sig, codegen
 

@@ -16,7 +16,8 @@ from labkit import hardware
 from labkit._common import use_threads
 from labkit.jit import njit
 
-from ._intrinsics import _lanes1, _lanes3, _lanes6, _lanes9, _mi_lanes, _popcount_v8
+from ._intrinsics import (_chi_lanes, _lanes1, _lanes3, _lanes6, _lanes9, _mi_lanes,
+                          _popcount_v8, _sub2_v8, _zero_v8)
 
 @njit(cache=True, inline="always")
 def _better(q, idx, k, order, tq, ti, pos):
@@ -117,6 +118,15 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     count with SNP k (``par``, counted once per parent for every k) minus rows (r', 0), (r', 1).
     """
     sub = par.size > 0
+    n1 = 0
+    n0 = 0
+    for r in range(R):          # the prefix rows partition the individuals
+        n1 += pc[r, 1]
+        n0 += pc[r, 0]
+    fN = float(n1 + n0)
+    fN1 = float(n1)
+    # MI ≤ χ² / N = Σ (a·N − n·N1)² / n ÷ (N1·N0·N); the factor covers vrcp14pd and rounding
+    ub_scale = (1.0 + 2.0 ** -12) / (fN1 * float(n0) * fN)
     Rc = (2 * R) // 3 if sub else R
     Rp = R // 3
     G = _group_nb(Rc)
@@ -125,8 +135,7 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         ke = min(kb + batch, k_hi)
         nvec = (ke - kb + 7) // 8
         cstride = 8 * nvec
-        for x in range(4 * R * cstride):
-            counts[x] = 0
+        _zero_v8(counts, 0, 4 * R * nvec)
         # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
         _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
         if sub:                  # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
@@ -137,14 +146,30 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
                         o0 = ((c * R + 2 * rp) * 2 + g) * cstride
                         o1 = ((c * R + 2 * rp + 1) * 2 + g) * cstride
                         op = ((c * Rp + rp) * 2 + g) * npad + kb
-                        for x in range(cstride):
-                            counts[o + x] = par[op + x] - counts[o0 + x] - counts[o1 + x]
+                        _sub2_v8(counts, o, o0, o1, par, op, nvec)
         if phases < 3:
             continue
         # floating-point phase: MI from Σ n ln n (lookup table), 8 candidates per vector
         b0 = 0
         b1 = R * 2 * cstride
         for v in range(nvec):
+            w = state[0]
+            if tq[w] >= 0:       # top list full: skip 8 candidates whose χ² bound is below it
+                for j in range(8):
+                    acc[j] = 0.0
+                for r in range(R):
+                    _chi_lanes(counts, b1 + 2 * r * cstride + 8 * v, b0 + 2 * r * cstride + 8 * v,
+                               cstride, pc[r, 1], pc[r, 0], fN, fN1, acc)
+                # a candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11; the bound is
+                # loosened for vrcp14pd (< 2**-14) and rounding
+                lim = (tq[w] - 1) * 1e-11 - 1e-12
+                hit = False
+                for j in range(8):
+                    k = kb + 8 * v + j
+                    if k >= k_lo and k < ke and acc[j] * ub_scale >= lim:
+                        hit = True
+                if not hit:
+                    continue
             for j in range(8):
                 acc[j] = 0.0
             for r in range(R):
