@@ -166,8 +166,12 @@ def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
     except Exception as e:  # noqa: BLE001 - a student's code may raise anything
         verdict = "error"
         body_file = getattr(getattr(ex.body, "__code__", None), "co_filename", "")
-        message = (_describe_error(e) if _blame_student(e, student, body_file)
-                   else _describe_own_error(e))
+        blame = _blame_student(e, student, body_file)
+        message = _describe_error(e) if blame else _describe_own_error(e)
+        if not blame and _not_numba(e, student):
+            verdict, message = "technique missing", (
+                f"{getattr(student, '__name__', 'your function')} is not a numba function (no "
+                "@njit): this check times or inspects compiled code — decorate it with @njit")
     finally:
         _current = prev
     if guard is not None:   # a tamper or a call to labkit's answer overrides any other verdict
@@ -178,6 +182,15 @@ def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
     return CheckResult(name=ex.name, passed=passed, points=ex.points if passed else 0.0,
                        max_points=ex.points, verdict=verdict, message=short(message),
                        details=_plain(ctx.details))
+
+
+def _not_numba(e: BaseException, student) -> bool:
+    """A plain-Python function (run in a child process) reached a check step that needs a
+    numba dispatcher (labkit.inspect, a timing of compiled code)."""
+    from .guard import unwrap
+    from .proxy import is_proxy
+    return is_proxy(unwrap(student)) and isinstance(e, TypeError) and \
+        ("numba" in str(e) or "dispatcher" in str(e))
 
 
 def _plain(d: dict) -> dict:
@@ -199,7 +212,7 @@ def _blame_student(e: BaseException, student, body_file: str = "") -> bool:
     if not frames:
         return True
     last = os.path.abspath(frames[-1].co_filename)
-    if os.path.basename(last) in ("guard.py", "speed.py") and \
+    if os.path.basename(last) in ("guard.py", "speed.py", "proxy.py") and \
             os.path.dirname(last) == os.path.dirname(os.path.abspath(__file__)):
         return True      # raised by the call into the student's function (wrong signature …)
     labkit_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -201,11 +201,13 @@ def _env() -> dict:
     return {k: v for k, v in os.environ.items() if k.startswith(("LABKIT_", "NUMBA_OPT"))}
 
 
-def _why(name: str, points: float, why: str, timeout: float) -> CheckResult:
+def crash_message(why: str, timeout: float) -> str:
+    """The one line for a checker process that timed out (``"timeout"``), died
+    (``"crash:<exit code>"``) or did not start."""
     if why == "timeout":
-        msg = (f"your function did not return within {timeout:g} s (an endless loop?) — the "
-               "checker was stopped and restarted")
-    elif why.startswith("crash:"):
+        return (f"your function did not return within {timeout:g} s (an endless loop?) — the "
+                "checker was stopped and restarted")
+    if why.startswith("crash:"):
         code = why.split(":", 1)[1]
         try:
             c = int(code)
@@ -216,14 +218,15 @@ def _why(name: str, points: float, why: str, timeout: float) -> CheckResult:
                 sig = signal.Signals(-c).name
             except ValueError:
                 sig = f"signal {-c}"
-            msg = f"your function crashed the checker ({sig}, e.g. an out-of-bounds write) — restarted"
-        else:
-            msg = (f"your function ended the checker's process (exit code {code}, e.g. "
-                   "os._exit or sys.exit) — restarted")
-    else:
-        msg = f"labkit's checker could not start ({why.split(':', 1)[-1]}) — a labkit bug?"
+            return f"your function crashed the checker ({sig}, e.g. an out-of-bounds write) — restarted"
+        return (f"your function ended the checker's process (exit code {code}, e.g. "
+                "os._exit or sys.exit) — restarted")
+    return f"labkit's checker could not start ({why.split(':', 1)[-1]}) — a labkit bug?"
+
+
+def _why(name: str, points: float, why: str, timeout: float) -> CheckResult:
     return CheckResult(name=name, passed=False, points=0.0, max_points=points, verdict="error",
-                       message=msg, details={})
+                       message=crash_message(why, timeout), details={})
 
 
 def _points(name: str) -> float:
@@ -238,6 +241,7 @@ def _send(req: dict, timeout: float | None) -> CheckResult:
     global _FIRST_NOTE_SHOWN
     timeout = default_timeout() if timeout is None else float(timeout)
     req["env"] = _env()
+    req["timeout"] = timeout
     reply, why = _WORKER.request(req, timeout)
     if reply is None:
         return _why(req["name"], _points(req["name"]), why, timeout)

@@ -113,6 +113,11 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     ``LABKIT_SPEED=report`` the ratio is reported, never judged."""
     guard = student if isinstance(student, Guard) else None
     raw = unwrap(student)
+    from .proxy import is_proxy
+    if is_proxy(raw):            # plain Python in a child process: its time is the pipe's
+        raise CheckFailure("technique missing",
+                           f"{raw.__name__} is not a numba function (no @njit): the check "
+                           "times compiled code — decorate it with @njit")
     sargs = args if student_args is None else student_args
     if guard is not None:
         guard.snapshot.extend()

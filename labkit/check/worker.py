@@ -2,11 +2,18 @@
 
 Started by :mod:`labkit.check.runner`. Before any student code, it binds what it needs (the
 pipe, marshal, the clock in :mod:`labkit.check.speed`), points file descriptors 0–2 at
-/dev/null, imports numpy, numba, labkit and every lab's checks, and snapshots the identities
-of their functions. Per request it loads only the cell's definitions (see
-:mod:`labkit.check.loader`) into a fresh namespace, runs the check body on the student's
-function (wrapped in a :class:`~labkit.check.guard.Guard`) and answers over the pipe.
-After tampering it answers and exits, so the next check gets a clean process.
+/dev/null, makes itself non-dumpable (no ptrace, no /proc/<pid>/mem or fd access by other
+processes of the user), drops the working directory from ``sys.path``, imports numpy, numba,
+labkit and every lab's checks, and snapshots the identities of their functions.
+
+No student Python runs in this process. Per request it loads the cell with
+:func:`labkit.check.strict.load` (imports of installed packages, ``def`` with numba's
+decorators, constants: nothing of the student's is called) into a fresh namespace. A numba
+function is compiled and run here — every compiled overload of the cell's functions is first
+inspected for numba's escape hatches (:mod:`labkit.check.hatches`: objmode, ctypes/cffi,
+intrinsics …), which end the check "not judged". Any other function runs in a child process
+through a :class:`labkit.check.proxy.Proxy`: the check body here calls it like the function
+and judges the data that comes back. After tampering it answers and exits.
 """
 from __future__ import annotations
 
@@ -122,12 +129,122 @@ def _load(req: dict, cache: dict):
     return ns[name], notes, None
 
 
+def _prctl_nodump() -> None:
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)     # PR_SET_DUMPABLE 0
+    except Exception:  # noqa: BLE001 - not Linux
+        pass
+
+
+def _prune_path() -> None:
+    """The working directory (a submission could put ``scipy.py`` there) is not searched."""
+    from labkit.check.runner import _labkit_root
+    cwd = os.path.realpath(os.getcwd())
+    keep = os.path.realpath(_labkit_root())
+    sys.path[:] = [p for p in sys.path
+                   if p and (os.path.realpath(p) != cwd or os.path.realpath(p) == keep)]
+
+
+def _strict(req: dict, cache: dict):
+    """(namespace or None, dropped statements, error text or None): the cell loaded with no
+    student code run (:mod:`labkit.check.strict`)."""
+    import builtins
+    import linecache
+
+    from labkit.check import hatches, strict
+    source = req.get("source") or ""
+    key = hashlib.sha256(marshal.dumps((source, req.get("imports") or "",
+                                        sorted((req.get("constants") or {}).items()),
+                                        req.get("filename") or ""))).hexdigest()
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[0], hit[1], None
+    filename = req.get("filename") or ""
+    if not filename or not os.path.exists(filename):
+        filename = _cell_file(source)
+    else:
+        with open(filename, encoding="utf-8") as f:
+            if f.read() != source:
+                filename = _cell_file(source)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    modname = "labkit_cell_" + os.path.basename(filename).rsplit(".", 1)[0].replace("-", "_")
+    modname = "".join(c if c.isalnum() or c == "_" else "_" for c in modname)
+    module = types.ModuleType(modname)
+    module.__file__ = filename
+    sys.modules[modname] = module        # numba's pickling looks modules up by name
+    ns = vars(module)
+    ns["__builtins__"] = builtins
+    ns.update(req.get("constants") or {})
+    try:
+        dropped = strict.load(source, ns, filename, req.get("imports") or "")
+    except SyntaxError as e:
+        return None, [], f"the cell does not parse: {e.msg} (line {e.lineno})"
+    except Exception as e:  # noqa: BLE001 - e.g. a NameError of the cell's own constants
+        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return None, [], f"loading your cell raised {type(e).__name__}: {text}".rstrip(": ")
+    hatches.uncache(ns)
+    cache[key] = (ns, dropped)
+    return ns, dropped, None
+
+
+def _dropped_note(dropped: list) -> str:
+    shown = "; ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
+    return (f"not run by the check (only imports, functions and constants are loaded): "
+            f"{shown}")
+
+
+def _resolve(req: dict, cache: dict, ex, deadline: float, timeout: float):
+    """(callable or None, notes, error or None, error verdict, proxy or None)."""
+    import importlib
+
+    from labkit.check.guard import is_dispatcher
+    from labkit.check.proxy import Proxy
+    if req.get("ref"):
+        mod, _, attr = req["ref"].partition(":")
+        obj = importlib.import_module(mod)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj, [], None, "", None
+    ns, dropped, err = _strict(req, cache)
+    name = req.get("name_fn") or ""
+    obj = ns.get(name) if ns is not None else None
+    if err is None and is_dispatcher(obj):
+        notes = [_dropped_note(dropped)] if dropped and req.get("cell", True) else []
+        return obj, notes, None, "", None
+    if err is not None and err.startswith("the cell does not parse"):
+        return None, [], err, "error", None
+    proxy = Proxy(req, ex, deadline, timeout, inert=obj)
+    perr, verdict, notes = proxy.start()
+    notes = notes if req.get("cell", True) else []
+    if perr is not None:
+        proxy.close()
+        return None, notes, perr, verdict, None
+    return proxy, notes, None, "", proxy
+
+
+_CURRENT: dict = {}
+
+
+def _refuse(fn_name: str, why: str) -> None:
+    """A cell-defined numba function compiled with an escape hatch: answer and exit (called by
+    :mod:`labkit.check.hatches` before the compiled code runs)."""
+    from labkit.check.runner import write_frame
+    msg = (f"{fn_name} uses {why}: the check runs only nopython code — not judged (0 points)")
+    write_frame(_write_fd, {"result": {"name": _CURRENT.get("name", ""), "passed": False,
+                                       "points": 0.0, "max_points": _CURRENT.get("points", 0.0),
+                                       "verdict": "error", "message": msg, "details": {}},
+                            "restart": True})
+    os._exit(0)
+
+
 def main() -> int:
     global _read_fd, _write_fd
     rfd, wfd = _read_fd, _write_fd
     from labkit.check.runner import read_frame, write_frame
     import labkit.check.runner as runner
     runner._IN_WORKER = True
+    _prctl_nodump()
     devnull = os.open(os.devnull, os.O_RDWR)
     if os.environ.get("LABKIT_CHECK_DEBUG") != "1":
         for fd in (0, 1, 2):
@@ -135,16 +252,23 @@ def main() -> int:
     sink = _Sink()
     sys.stdout = sys.stderr = sink
     try:
+        import time
+
         import numba  # noqa: F401 - warm the compiler
         import numpy  # noqa: F401
 
-        from labkit.check import framework, guard, speed  # noqa: F401 - binds the clock
+        from labkit.check import framework, guard, hatches, proxy, speed, strict  # noqa: F401
         framework._load_all()
+        _prune_path()
+        strict.trust_loaded()
+        hatches.install(_refuse)
+        hatches.guard_disk_cache()
         baseline = guard.Snapshot()
     except Exception as e:  # noqa: BLE001
         write_frame(wfd, {"ready": False, "error": f"{type(e).__name__}: {e}"})
         return 1
     write_frame(wfd, {"ready": True, "pid": os.getpid()})
+    proxy.spare()
     cache: dict = {}
     _environ = os.environ
     while True:
@@ -155,6 +279,7 @@ def main() -> int:
         if op == "ping":
             write_frame(wfd, {"pong": True, "pid": os.getpid()})
             continue
+        t0 = time.monotonic()
         for k in [k for k in _environ if k.startswith("LABKIT_")]:
             if k not in req.get("env", {}):
                 del _environ[k]
@@ -168,22 +293,36 @@ def main() -> int:
                                          "max_points": 0.0, "verdict": "error",
                                          "message": str(e), "details": {}}})
             continue
+        _CURRENT.update(name=name, points=ex.points)
+        timeout = float(req.get("timeout") or runner.default_timeout())
+        deadline = t0 + max(1.0, timeout - 1.5)
         sink.n = 0
         baseline.extend()
-        fn, notes, err = _load(req, cache)
-        ch = baseline.changes()
-        if ch:
-            res = framework.CheckResult(name, False, 0.0, ex.points, "error",
-                                        f"your cell changed {', '.join(ch[:3])} while loading — "
-                                        "the checker's own functions must not be replaced", {})
-            restart = True
-        elif err is not None:
-            verdict = "not implemented" if "not defined" in err else "error"
-            res = framework.CheckResult(name, False, 0.0, ex.points, verdict, err, {})
-        else:
-            res = framework.run_local(ex, fn)
-            if baseline.changes() or res.verdict == "error" and "must not be replaced" in res.message:
+        fn, notes, err, verdict, px = _resolve(req, cache, ex, deadline, timeout)
+        try:
+            ch = baseline.changes()
+            if ch:
+                res = framework.CheckResult(name, False, 0.0, ex.points, "error",
+                                            f"your cell changed {', '.join(ch[:3])} while loading"
+                                            " — the checker's own functions must not be replaced",
+                                            {})
                 restart = True
+            elif err is not None:
+                res = framework.CheckResult(name, False, 0.0, ex.points, verdict or "error", err,
+                                            {})
+            else:
+                res = framework.run_local(ex, fn)
+                if baseline.changes() or res.verdict == "error" and \
+                        "must not be replaced" in res.message:
+                    restart = px is None or bool(baseline.changes())
+                if px is not None and px.failure is not None and \
+                        (res.passed or px.failure.message not in res.message):
+                    res = framework.CheckResult(name, False, 0.0, ex.points,
+                                                px.failure.verdict, px.failure.message, {})
+        finally:
+            if px is not None:
+                sink.n += px.printed
+                px.close()
         extra = list(notes)
         if sink.n > 10_000:
             extra.append(f"your function printed {sink.n / 1e6:.1f} MB (discarded)")
@@ -193,6 +332,7 @@ def main() -> int:
         write_frame(wfd, {"result": d, "restart": restart})
         if restart:
             return 0
+        proxy.spare()
 
 
 if __name__ == "__main__":

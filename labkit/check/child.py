@@ -1,0 +1,160 @@
+"""The child process C that runs a plain-Python student function for the trusted worker W:
+``python -m labkit.check.child <read fd> <write fd>`` (started by :mod:`labkit.check.proxy`).
+
+C is untrusted once it has loaded the cell: it loads the cell's definitions the permissive way
+(classes, any decorator — :func:`labkit.check.worker._load`), wraps the function in a
+:class:`~labkit.check.guard.Guard` (labkit's answers traced, tampering seen, as in W before),
+then serves calls: arguments arrive as a pickle from W, results, changed array arguments and
+exceptions go back as tagged JSON (:mod:`labkit.check.wire`), and the check's callbacks are
+called back through W. Nothing C sends is a verdict: W's check judges the data.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _prctl_deathsig() -> None:
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except Exception:  # noqa: BLE001 - not Linux: the worker kills us anyway
+        pass
+
+
+def _arrays(args, path=(), depth=0, out=None):
+    """``[(path, array)]`` of the numpy arrays among ``args`` (tuples and lists followed)."""
+    import numpy as np
+    out = [] if out is None else out
+    if isinstance(args, np.ndarray):
+        out.append((list(path), args, args.copy()))
+    elif isinstance(args, (tuple, list)) and depth < 3 and len(args) <= 64:
+        for i, a in enumerate(args):
+            _arrays(a, path + (i,), depth + 1, out)
+    return out
+
+
+def _changed(before, now) -> bool:
+    import numpy as np
+    if before.shape != now.shape or before.dtype != now.dtype:
+        return True
+    return not np.array_equal(before, now, equal_nan=before.dtype.kind in "fc")
+
+
+def main() -> int:
+    rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
+    _prctl_deathsig()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    if os.environ.get("LABKIT_CHECK_DEBUG") != "1":
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+    from labkit.check import wire
+    from labkit.check.runner import read_frame, write_frame
+    from labkit.check.worker import _Sink
+
+    sink = _Sink()
+    sys.stdout = sys.stderr = sink
+
+    def send(obj):
+        write_frame(wfd, obj, _dumps=wire.dumps_c2w)
+
+    def make_callback(hid):
+        def callback(*a, **kw):
+            send({"op": "cb", "id": hid, "args": wire.encode(list(a)),
+                  "kwargs": wire.encode(dict(kw))})
+            reply = read_frame(rfd, _loads=lambda d: wire.loads_w2c(d, make_callback))
+            if reply is None:
+                os._exit(0)
+            if reply.get("op") == "cb_ret":
+                return reply["value"]
+            raise _rebuild(reply.get("type", "Exception"), reply.get("text", ""))
+        callback.__name__ = f"check_callback_{hid}"
+        return callback
+
+    def recv():
+        return read_frame(rfd, _loads=lambda d: wire.loads_w2c(d, make_callback))
+
+    try:
+        import numba  # noqa: F401
+        import numpy  # noqa: F401
+
+        from labkit.check import framework, guard
+        framework._load_all()
+        baseline = guard.Snapshot()
+    except Exception as e:  # noqa: BLE001
+        send({"op": "ready", "ok": False, "error": f"{type(e).__name__}: {e}"})
+        return 1
+    send({"op": "ready", "ok": True})
+    req = recv()
+    if req is None:
+        return 0
+    os.environ.update(req.get("env") or {})
+    sys.path.insert(0, os.getcwd())
+    from labkit.check.result import CheckFailure
+    from labkit.check.worker import _load
+    baseline.extend()
+    fn, notes, err = _load(req["req"], {})
+    ch = baseline.changes()
+    if ch:
+        send({"op": "loaded", "ok": False, "verdict": "error", "notes": notes,
+              "error": f"your cell changed {', '.join(ch[:3])} while loading — the checker's "
+                       "own functions must not be replaced"})
+        return 0
+    if err is not None:
+        send({"op": "loaded", "ok": False, "notes": notes, "error": err,
+              "verdict": "not implemented" if "not defined" in err else "error"})
+        return 0
+    g = guard.Guard(fn, req.get("answers") or (), name=req.get("exercise", ""), snapshot=baseline)
+    try:
+        g.static_checks()
+    except CheckFailure as e:
+        send({"op": "loaded", "ok": False, "verdict": e.verdict, "error": e.message,
+              "notes": notes})
+        return 0
+    send({"op": "loaded", "ok": True, "notes": notes,
+          "kind": "dispatcher" if guard.is_dispatcher(fn) else type(fn).__name__})
+    while True:
+        msg = recv()
+        if msg is None:
+            return 0
+        args, kwargs = msg.get("args", ()), msg.get("kwargs") or {}
+        watched = _arrays(list(args))
+        try:
+            out = g(*args, **kwargs)
+            value = wire.encode(out)
+        except guard.Tampered as e:
+            send({"op": "exc", "kind": "tampered", "text": str(e), "printed": sink.n})
+            return 0
+        except CheckFailure as e:
+            send({"op": "exc", "kind": "answer", "verdict": e.verdict, "text": e.message,
+                  "printed": sink.n})
+            continue
+        except Exception as e:  # noqa: BLE001 - the student's exception, described to W
+            try:
+                text = str(e)
+            except Exception:  # noqa: BLE001
+                text = ""
+            send({"op": "exc", "kind": "raise", "type": type(e).__name__[:80],
+                  "module": (type(e).__module__ or "")[:80], "text": text[:4000],
+                  "bases": [c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins"],
+                  "printed": sink.n})
+            continue
+        mutated = [[p, wire.encode(now)] for p, now, before in
+                   ((p, a, b) for p, a, b in watched) if _changed(before, now)]
+        send({"op": "ret", "value": value, "mutated": mutated, "printed": sink.n})
+
+
+def _rebuild(tname: str, text: str) -> Exception:
+    import builtins
+    cls = getattr(builtins, str(tname), None)
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        cls = RuntimeError
+    try:
+        return cls(text)
+    except Exception:  # noqa: BLE001
+        return RuntimeError(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
