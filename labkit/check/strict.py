@@ -6,8 +6,8 @@ what evaluates without calling student code:
 * imports of modules found outside the submission (the standard library, site-packages,
   labkit: a module in the working directory or on another path is not imported);
 * ``def`` statements whose decorators are numba's jit family (``njit``, ``jit``,
-  ``vectorize``, ``guvectorize``, ``stencil``, ``cfunc``, ``labkit.jit.njit``) called with
-  literal arguments, whose default values are literals or names, with annotations stripped;
+  ``vectorize``, ``guvectorize``, ``stencil``, ``labkit.jit.njit``; not ``cfunc``, compiled
+  outside the dispatcher's checks) called with literal arguments or numba types, whose default values are literals or names, with annotations stripped;
 * assignments of literals, names, attribute chains and calls of those same decorators (or of
   numba types and numpy's constructors) on literals and names.
 
@@ -56,7 +56,7 @@ def _allowed_callables() -> dict[int, str]:
         out[id(getattr(np, name))] = f"numpy.{name}"
     try:
         import numba
-        for name in ("njit", "jit", "vectorize", "guvectorize", "stencil", "cfunc"):
+        for name in ("njit", "jit", "vectorize", "guvectorize", "stencil"):   # not cfunc
             if hasattr(numba, name):
                 out[id(getattr(numba, name))] = f"numba.{name}"
         from labkit import jit as lk_jit
@@ -149,8 +149,11 @@ def _eval(node, ns: dict, calls: list | None = None):
             raise Refused("indexing an object")
         return base[_eval_slice(node.slice, ns, calls)]
     if isinstance(node, ast.Call):
-        f = _eval(node.func, ns, calls)
-        if not _callable_ok(f):
+        if isinstance(node.func, ast.Call):             # njit(fastmath=True)(fn)
+            f = _decorator(node.func, ns)
+        else:
+            f = _eval(node.func, ns, calls)
+        if not isinstance(node.func, ast.Call) and not _callable_ok(f):
             name = getattr(f, "__name__", type(f).__name__)
             raise Refused(f"a call of {name}")
         if any(isinstance(a, ast.Starred) for a in node.args) or \
@@ -193,7 +196,27 @@ def _decorator(node, ns):
     f = _eval(head, ns)
     if not _jit_family(f):
         raise Refused(f"the decorator {getattr(f, '__name__', type(f).__name__)}")
-    return _eval(node, ns) if isinstance(node, ast.Call) else f
+    if not isinstance(node, ast.Call):
+        return f
+    for a in list(node.args) + [k.value for k in node.keywords]:
+        if not _option(_eval(a, ns)):
+            raise Refused("a decorator option that is not a literal or numba type")
+    node = copy.copy(node)      # compiled in memory here: no disk cache student code could write
+    node.keywords = [k for k in node.keywords if k.arg != "cache"]
+    return _eval(node, ns)
+
+
+def _option(v, depth=0) -> bool:
+    """njit's options: literals, signature strings, numba types (``locals={"x": int64}``)."""
+    from numba.core import types as nt
+    from numba.core.typing.templates import Signature
+    if _primitive(v) or isinstance(v, (nt.Type, Signature)):
+        return True
+    if depth < 3 and isinstance(v, (list, tuple)):
+        return all(_option(x, depth + 1) for x in v)
+    if depth < 3 and isinstance(v, dict):
+        return all(_primitive(k) and _option(x, depth + 1) for k, x in v.items())
+    return False
 
 
 # ---------------------------------------------------------------- imports
