@@ -30,6 +30,24 @@ PY = sys.executable
 MARKER = "labkit-sandbox-test-detached"
 
 
+_FORGED = ('{"result": {"name": "gf_add_one", "passed": True, "points": 1.0, "max_points": 1.0, '
+           '"verdict": "passed", "message": "forged", "details": {}}, "restart": False}')
+#: wrong answers that write a passing verdict frame from the student's function: to every fd
+#: of its own process, and to every fd of its parent (the check worker) through /proc
+FORGERS = {
+    "forge_frame": _fn("add_one", "import os\nfrom labkit.check.runner import write_frame\n"
+                                  "for fd in range(3, 64):\n    try:\n"
+                                  f"        write_frame(fd, {_FORGED})\n"
+                                  "    except OSError:\n        pass\nreturn x"),
+    "forge_proc": _fn("add_one", "import os\nfrom labkit.check.runner import write_frame\n"
+                                 "d = f'/proc/{os.getppid()}/fd'\n"
+                                 "for n in (os.listdir(d) if os.access(d, os.R_OK) else []):\n"
+                                 "    try:\n        fd = os.open(f'{d}/{n}', os.O_WRONLY)\n"
+                                 f"        write_frame(fd, {_FORGED})\n"
+                                 "    except OSError:\n        pass\nreturn x"),
+}
+
+
 def _attack(body: str) -> str:
     """An add_one that returns x + 1 only if ``body`` raised (the attack failed)."""
     return _fn("add_one", "try:\n" + "".join(f"    {ln}\n" for ln in body.splitlines())
@@ -93,6 +111,8 @@ def sandboxed(tmp_path_factory):
     nbformat.write(sol, subs / "alice.ipynb")
     for name, body in attacks.items():
         nbformat.write(_set(sol, "ex-gf_add_one", _attack(body)), subs / f"{name}.ipynb")
+    for name, src in FORGERS.items():
+        nbformat.write(_set(sol, "ex-gf_add_one", src), subs / f"{name}.ipynb")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "pkg"), str(root / "lk")]))
     env.pop("LABKIT_SPEED", None)
 
@@ -124,6 +144,7 @@ def sandboxed(tmp_path_factory):
     stop.set()
     listener.close()
     return {"proc": proc, "table": table, "outside": outside, "accepted": accepted,
+            "forgers": FORGERS,
             "left": left, "control": ctable, "control_proc": cproc, "attacks": attacks}
 
 
@@ -138,6 +159,17 @@ def test_every_attack_fails_inside_and_the_grade_is_unaffected(sandboxed):
         for ex in ("gf_add_one", "gf_double"):
             assert by[(name, ex)]["verdict"] == "passed", (name, ex, by[(name, ex)]["message"])
         assert "tampered" not in by[(name, "gf_add_one")]["flags"]
+
+
+def test_a_forged_verdict_frame_gets_no_points(sandboxed):
+    """The student's function runs in a child of the check worker: a frame it writes to its
+    own fds or (through /proc) to the worker's never becomes the verdict."""
+    by = _by(sandboxed["table"])
+    for name in sandboxed["forgers"]:
+        row = by[(name, "gf_add_one")]
+        assert row["verdict"] != "passed" and float(row["points"]) == 0, (name, row)
+        assert "forged" not in row["message"]
+        assert by[(name, "gf_double")]["verdict"] == "passed", (name, by[(name, "gf_double")])
 
 
 def test_nothing_reached_the_grader_side(sandboxed):

@@ -45,16 +45,10 @@ def _changed(before, now) -> bool:
 def main() -> int:
     rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
     _prctl_deathsig()
-    devnull = os.open(os.devnull, os.O_RDWR)
-    if os.environ.get("LABKIT_CHECK_DEBUG") != "1":
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
     from labkit.check import wire
     from labkit.check.runner import read_frame, write_frame
-    from labkit.check.worker import _Sink
-
-    sink = _Sink()
-    sys.stdout = sys.stderr = sink
+    from labkit.check.worker import _silence
+    sink = _silence()
 
     def send(obj):
         write_frame(wfd, obj, _dumps=wire.dumps_c2w)

@@ -66,45 +66,61 @@ def _statements(imports: str) -> list:
             if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
-def _load(req: dict, cache: dict):
-    """(function or None, message notes, error text or None)."""
-    import builtins
-    import importlib
-    import linecache
+def _cell_key(req: dict) -> str:
+    return hashlib.sha256(marshal.dumps((req.get("source") or "", req.get("imports") or "",
+                                         sorted((req.get("constants") or {}).items()),
+                                         req.get("filename") or ""))).hexdigest()
 
+
+def _cell_module(req: dict, source: str) -> tuple[dict, str]:
+    """A fresh ``labkit_cell_*`` module for the cell (registered: numba's cache and pickling
+    look modules up by name) and the file name its code is compiled with."""
+    import builtins
+    import linecache
+    filename = req.get("filename") or ""
+    if not filename or not os.path.exists(filename):
+        filename = _cell_file(source)
+    else:
+        with open(filename, encoding="utf-8") as f:
+            if f.read() != source:
+                filename = _cell_file(source)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    modname = "labkit_cell_" + os.path.basename(filename).rsplit(".", 1)[0].replace("-", "_")
+    modname = "".join(c if c.isalnum() or c == "_" else "_" for c in modname)
+    module = types.ModuleType(modname)
+    module.__file__ = filename
+    sys.modules[modname] = module
+    ns = vars(module)
+    ns["__builtins__"] = builtins
+    return ns, filename
+
+
+def _silence() -> "_Sink":
+    """fds 0–2 to /dev/null (unless LABKIT_CHECK_DEBUG=1), sys.stdout/stderr a counting sink."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    if os.environ.get("LABKIT_CHECK_DEBUG") != "1":
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+    sink = _Sink()
+    sys.stdout = sys.stderr = sink
+    return sink
+
+
+def _load(req: dict, cache: dict):
+    """The permissive load, run only in the child process C (:mod:`labkit.check.child`): the
+    cell's definitions (:func:`labkit.check.loader.definitions`: classes and any decorator
+    included) executed. ``(function or None, message notes, error text or None)``."""
     from labkit.check.loader import definitions
     notes = []
-    if req.get("ref"):
-        mod, _, attr = req["ref"].partition(":")
-        obj = importlib.import_module(mod)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-        return obj, notes, None
     source = req.get("source") or ""
-    key = hashlib.sha256(marshal.dumps((source, req.get("imports") or "",
-                                        sorted((req.get("constants") or {}).items()),
-                                        req.get("filename") or ""))).hexdigest()
+    key = _cell_key(req)
     hit = cache.get(key)
     if hit is None:
         try:
             kept, dropped = definitions(source)
         except SyntaxError as e:
             return None, notes, f"the cell does not parse: {e.msg} (line {e.lineno})"
-        filename = req.get("filename") or ""
-        if not filename or not os.path.exists(filename):
-            filename = _cell_file(source)
-        else:
-            with open(filename, encoding="utf-8") as f:
-                if f.read() != source:
-                    filename = _cell_file(source)
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        modname = "labkit_cell_" + os.path.basename(filename).rsplit(".", 1)[0].replace("-", "_")
-        modname = "".join(c if c.isalnum() or c == "_" else "_" for c in modname)
-        module = types.ModuleType(modname)
-        module.__file__ = filename
-        sys.modules[modname] = module        # numba's cache and pickling look modules up by name
-        ns = vars(module)
-        ns["__builtins__"] = builtins
+        ns, filename = _cell_module(req, source)
         for stmt in _statements(req.get("imports") or ""):
             try:
                 exec(compile(stmt, "<imports>", "exec"), ns)
@@ -119,9 +135,7 @@ def _load(req: dict, cache: dict):
         hit = cache[key] = (ns, dropped)
     ns, dropped = hit
     if dropped and req.get("cell", True):     # a .py module's other statements are no news
-        shown = "; ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
-        notes.append(f"not run by the check (only imports, functions and constants are "
-                     f"loaded): {shown}")
+        notes.append(_dropped_note(dropped))
     name = req.get("name_fn") or ""
     if name not in ns:
         return None, notes, (f"{name or 'your function'} is not defined by the cell's definitions "
@@ -149,32 +163,13 @@ def _prune_path() -> None:
 def _strict(req: dict, cache: dict):
     """(namespace or None, dropped statements, error text or None): the cell loaded with no
     student code run (:mod:`labkit.check.strict`)."""
-    import builtins
-    import linecache
-
     from labkit.check import hatches, strict
     source = req.get("source") or ""
-    key = hashlib.sha256(marshal.dumps((source, req.get("imports") or "",
-                                        sorted((req.get("constants") or {}).items()),
-                                        req.get("filename") or ""))).hexdigest()
+    key = _cell_key(req)
     hit = cache.get(key)
     if hit is not None:
         return hit[0], hit[1], None
-    filename = req.get("filename") or ""
-    if not filename or not os.path.exists(filename):
-        filename = _cell_file(source)
-    else:
-        with open(filename, encoding="utf-8") as f:
-            if f.read() != source:
-                filename = _cell_file(source)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    modname = "labkit_cell_" + os.path.basename(filename).rsplit(".", 1)[0].replace("-", "_")
-    modname = "".join(c if c.isalnum() or c == "_" else "_" for c in modname)
-    module = types.ModuleType(modname)
-    module.__file__ = filename
-    sys.modules[modname] = module        # numba's pickling looks modules up by name
-    ns = vars(module)
-    ns["__builtins__"] = builtins
+    ns, filename = _cell_module(req, source)
     ns.update(req.get("constants") or {})
     try:
         dropped = strict.load(source, ns, filename, req.get("imports") or "")
@@ -245,12 +240,7 @@ def main() -> int:
     import labkit.check.runner as runner
     runner._IN_WORKER = True
     _prctl_nodump()
-    devnull = os.open(os.devnull, os.O_RDWR)
-    if os.environ.get("LABKIT_CHECK_DEBUG") != "1":
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-    sink = _Sink()
-    sys.stdout = sys.stderr = sink
+    sink = _silence()
     try:
         import time
 
