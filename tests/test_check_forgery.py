@@ -181,3 +181,22 @@ def walk(bits, order, extend, visit):
 '''
     r = runner.run_source("prefix_reuse", src, function="walk")
     assert r.passed, str(r)
+
+
+def test_what_the_child_sends_is_only_data():
+    """W decodes tagged JSON: arrays of non-object dtypes, numbers, containers; an object
+    dtype, a wrong size or an unknown tag is refused, a student object is opaque."""
+    import numpy as np
+
+    from labkit.check import wire
+    a = np.arange(6, dtype=np.int16).reshape(2, 3)
+    v = ("x", [1, 2.5, None], {"k": a}, np.float32(1.5), 3 + 4j, b"b")
+    back = wire.decode(wire.loads_c2w(wire.dumps_c2w(wire.encode(v))))
+    assert back[:2] == ("x", [1, 2.5, None]) and np.array_equal(back[2]["k"], a)
+    assert back[2]["k"].dtype == np.int16 and back[3] == np.float32(1.5) and back[4:] == (3 + 4j, b"b")
+    assert isinstance(wire.decode(wire.encode(object())), wire.Opaque)
+    assert isinstance(wire.decode(wire.encode(np.array([object()]))), wire.Opaque)
+    for bad in (["A", "|O", [1], "AAAAAAAAAAA="], ["A", "<i8", [2], "AAAAAAAAAAA="],
+                ["Q", 1], [1, 2], {"a": 1}):
+        with pytest.raises((ValueError, TypeError)):
+            wire.decode(bad)

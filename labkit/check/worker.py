@@ -258,7 +258,6 @@ def main() -> int:
         write_frame(wfd, {"ready": False, "error": f"{type(e).__name__}: {e}"})
         return 1
     write_frame(wfd, {"ready": True, "pid": os.getpid()})
-    proxy.spare()
     cache: dict = {}
     _environ = os.environ
     while True:
@@ -322,7 +321,8 @@ def main() -> int:
         write_frame(wfd, {"result": d, "restart": restart})
         if restart:
             return 0
-        proxy.spare()
+        if px is not None:       # plain-Python checks here: the next one's child starts now
+            proxy.spare()
 
 
 if __name__ == "__main__":
