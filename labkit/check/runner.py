@@ -84,6 +84,17 @@ def read_frame(fd: int, deadline: float | None = None, _read=os.read, _loads=mar
     return _loads(data)
 
 
+def nodump() -> None:
+    """Make this process non-dumpable (Linux ``PR_SET_DUMPABLE 0``): other processes of the
+    same user can then neither ptrace it nor open its ``/proc/<pid>/mem`` or ``fd/`` links
+    (its pipes). The worker does this before any student code; the grader too."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except Exception:  # noqa: BLE001 - not Linux
+        pass
+
+
 def _labkit_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -143,14 +143,6 @@ def _load(req: dict, cache: dict):
     return ns[name], notes, None
 
 
-def _prctl_nodump() -> None:
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)     # PR_SET_DUMPABLE 0
-    except Exception:  # noqa: BLE001 - not Linux
-        pass
-
-
 def _prune_path() -> None:
     """The working directory (a submission could put ``scipy.py`` there) is not searched."""
     from labkit.check.runner import _labkit_root
@@ -239,7 +231,7 @@ def main() -> int:
     from labkit.check.runner import read_frame, write_frame
     import labkit.check.runner as runner
     runner._IN_WORKER = True
-    _prctl_nodump()
+    runner.nodump()
     sink = _silence()
     try:
         import time

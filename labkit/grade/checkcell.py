@@ -50,6 +50,7 @@ def use_worker(worker):
     """Make ``labkit.check.run_source`` use ``worker`` (this process grades one submission at
     a time), and stop it afterwards: nothing of this submission outlives it."""
     from labkit.check import runner
+    runner.nodump()     # student code (the worker's children) cannot reach our pipes via /proc
     prev, runner._WORKER = runner._WORKER, worker
     try:
         yield worker
