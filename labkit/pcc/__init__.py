@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from labkit._common import check_threads, check_tile, raise_mismatch, use_threads
+from labkit._common import check_threads, check_tile, is_int, raise_mismatch, use_threads
 from labkit._sizes import resolve_size
 
-from .kernels import KBLOCK          # a default argument below; the other re-exports at the end
+from .engine import KB, as_engine_rows, engine_rows, standardize_into
+from .kernels import KBLOCK          # re-exported; the kernels themselves at the end
 
 __all__ = [
     "SIZES", "Inputs", "PCCInputs", "make_inputs", "reference", "validate",
@@ -43,8 +44,10 @@ __all__ = [
     "TARGETS", "run_benchmark",
 ]
 
-#: Tile side (variables per tile): ~100 rows, a multiple of the 4×4 register block.
-DEFAULT_TILE = 96
+#: Tile side (variables per tile): a multiple of the engine's 6×4 register block whose k-block
+#: (engine.KB samples) of two tiles' rows, 2 · 192 · 512 · 8 B = 1.5 MiB, fits a 2 MiB L2
+#: (96 ran 6 % slower at n = 4000 here; docs/pcc.md).
+DEFAULT_TILE = 192
 #: How tile ids are handed to threads.
 SCHEDULES = ("static", "cyclic", "dynamic", "rows")
 
@@ -182,19 +185,41 @@ def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule="static"):
     if need > 0.7 * _phys_mem():
         raise ValueError(f"the {n}×{n} result needs {need / 2**30:.1f} GiB, more than this "
                          "machine's memory allows; use correlated_pairs(X, threshold) instead")
-    with use_threads(P):
-        Z, const = standardize(X)
-    R, _ = pcc_threads(Z, tile, schedule, P)
+    Z, const = _standardized_rows(X, P)
+    R, _ = _run_tiles(Z, tile, schedule, P, KB)
     _nan_const(R, const, "X")
     return R
 
 
-def pcc_threads(Z, tile=DEFAULT_TILE, schedule="static", threads=None, kb=KBLOCK):
-    """Fast kernel on standardised rows Z: (R, owner) with owner[J] = thread that did tile J."""
+def _standardized_rows(X, P):
+    """(Z, const): X's rows standardised straight into engine rows (aligned, zero-padded)."""
+    n, l = X.shape
+    Z = engine_rows(n, l)
+    const = np.empty(n, dtype=np.bool_)
+    with use_threads(P):
+        standardize_into(X, Z, const)
+    return Z, const
+
+
+def pcc_threads(Z, tile=DEFAULT_TILE, schedule="static", threads=None, kb=None):
+    """Fast kernel on standardised rows Z: (R, owner) with owner[J] = thread that did tile J.
+
+    Z's rows are copied into aligned, zero-padded engine rows first unless they already are
+    (``engine.as_engine_rows``); ``kb`` (samples per k-block) defaults to ``engine.KB``."""
     tile = _check_tile(tile)
     schedule = _check_schedule(schedule)
     P = check_threads(threads)
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    if kb is None:
+        kb = KB
+    elif not is_int(kb) or kb < 1:
+        raise ValueError(f"kb must be a positive int (samples per k-block), got {kb!r}")
+    Z = np.asarray(Z, dtype=np.float64)
+    if Z.ndim != 2:
+        raise ValueError(f"Z must be 2-D (n variables × l samples), got shape {Z.shape}")
+    return _run_tiles(as_engine_rows(Z), tile, schedule, P, int(kb))
+
+
+def _run_tiles(Z, tile, schedule, P, kb):
     n = Z.shape[0]
     m = -(-n // tile)
     T = m * (m + 1) // 2
@@ -236,8 +261,7 @@ def correlated_pairs(X, threshold, tile=DEFAULT_TILE, threads=None, tiles_per_pa
         raise ValueError(f"threshold = {threshold} must be in (0, 1]; |r| ≥ 0 keeps every pair "
                          "— use pearson_allpairs for the full matrix")
     n = X.shape[0]
-    with use_threads(P):
-        Z, const = standardize(X)
+    Z, const = _standardized_rows(X, P)
     if const.any():
         warnings.warn(f"{int(const.sum())} constant row(s) in X (first: {np.flatnonzero(const)[0]}):"
                       " PCC undefined, they appear in no pair", RuntimeWarning, stacklevel=2)
@@ -260,7 +284,7 @@ def _pairs_over_range(Z, tile, J0, J1, threshold, P, tiles_per_pass, max_pairs):
         for s in range(J0, J1, tiles_per_pass):
             e = min(J1, s + tiles_per_pass)
             b = buf[: e - s]
-            tiles_to_buffer(Z, tile, KBLOCK, s, e, b)
+            tiles_to_buffer(Z, tile, KB, s, e, b)
             i, j, v = extract_pairs(b, n, tile, s, threshold)
             total += len(i)
             if total > max_pairs:

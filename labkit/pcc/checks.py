@@ -150,9 +150,9 @@ def check_float_breaks(student):
 _TILE_ANSWERS = ("labkit.pcc.kernels:pcc_tiled", "labkit.pcc.kernels:pcc_transformed",
                  "labkit.pcc.kernels:pcc_tiles_static", "labkit.pcc.kernels:pcc_tiles_cyclic",
                  "labkit.pcc.kernels:pcc_tiles_dynamic", "labkit.pcc.kernels:pcc_tiles_rows",
-                 "labkit.pcc.kernels:tile_block", "labkit.pcc.kernels:_do_tile",
-                 "labkit.pcc.kernels:tiles_to_buffer", "labkit.pcc:pearson_allpairs",
-                 "labkit.pcc:pcc_threads", "labkit.pcc:blas_pcc")
+                 "labkit.pcc.kernels:tile_block", "labkit.pcc.engine:block_tile",
+                 "labkit.pcc.engine:_do_tile", "labkit.pcc.engine:tiles_to_buffer",
+                 "labkit.pcc:pearson_allpairs", "labkit.pcc:pcc_threads", "labkit.pcc:blas_pcc")
 
 
 def _range_mask(n, tile, J0, J1):
@@ -246,7 +246,7 @@ def check_tile_loop(student):
 
 
 # ---------------------------------------------------------------- 4. block4x4
-_TILE_ANSWERS4 = _TILE_ANSWERS + ("labkit.pcc.kernels:_finish_tile",)
+_TILE_ANSWERS4 = _TILE_ANSWERS + ("labkit.pcc.engine:_finish_tile",)
 #: FMAs per vector load a 4×4 register block reaches (8 loads → 16 FMAs = 2); one dot product
 #: at a time gives 0.5, a 2×2 block 1.
 FMA_PER_LOAD = 1.5

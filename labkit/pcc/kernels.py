@@ -2,16 +2,20 @@
 
 Steps: ``pcc_naive`` (Eq. 1 per pair, means recomputed) → ``standardize`` + ``pcc_transformed``
 (Eq. 4–5: one dot product per pair) → ``pcc_tiled`` (tiles by id, Alg. 1, one thread) →
-``pcc_tiles_static`` / ``pcc_tiles_cyclic`` / ``pcc_tiles_dynamic`` (4×4 register-blocked tiles
-handed to threads by tile id) → ``tiles_to_buffer`` (a pass over a tile-id range, Alg. 2 / MPI).
+``tile_block`` (the lesson's 4×4 register block over a tile; exercise 4 is timed against it, so
+it is compiled with plain ``numba.njit``). The threaded drivers ``pcc_tiles_static`` /
+``_cyclic`` / ``_dynamic`` / ``_rows`` and ``tiles_to_buffer`` (a pass over a tile-id range,
+Alg. 2 / MPI) live in ``engine.py`` (a 6×4 block, aligned rows, the host's full vector width)
+and are re-exported here.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numba import get_thread_id, njit, prange
+from numba import njit
 
+from .engine import standardize_into
 from .mapping import _job_coords_nb
 
 __all__ = ["standardize", "tile_block", "pcc_naive", "pcc_transformed", "pcc_tiled", "pcc_tiles_static",
@@ -53,34 +57,15 @@ def pcc_naive(X):
 
 
 # ---------------------------------------------------------------- step 1: transformation
-@njit(cache=True, parallel=True)
 def standardize(X):
-    """Eq. 4: rows centred and scaled to unit norm (two-pass); constant rows → zeros, flagged."""
+    """Eq. 4: rows centred and scaled to unit norm (two-pass, rows in parallel); constant rows →
+    zeros, flagged. The loop is ``engine.standardize_into`` (the entry points run it on aligned,
+    padded rows); this is a Python function, not a cached @njit caller of it, so numba's cache
+    never keeps a caller compiled against an older engine.py."""
     n, l = X.shape
     Z = np.empty((n, l))
-    const = np.zeros(n, dtype=np.bool_)
-    for i in prange(n):
-        x0 = X[i, 0]
-        same = True
-        mean = 0.0
-        for k in range(l):
-            v = X[i, k]
-            mean += v
-            if v != x0:
-                same = False
-        mean /= l
-        if same:
-            const[i] = True
-            for k in range(l):
-                Z[i, k] = 0.0
-            continue
-        ss = 0.0
-        for k in range(l):
-            d = X[i, k] - mean
-            ss += d * d
-        inv = 1.0 / math.sqrt(ss)
-        for k in range(l):
-            Z[i, k] = (X[i, k] - mean) * inv
+    const = np.empty(n, dtype=np.bool_)
+    standardize_into(X, Z, const)
     return Z, const
 
 
@@ -247,127 +232,8 @@ def tile_block(Z, i0, i1, j0, j1, diag, kb, out, oi, oj):
             i += 1
 
 
-@njit(cache=True, fastmath=True, nogil=True)
-def _finish_tile(R, i0, i1, j0, j1, diag):
-    """Clip the tile's upper cells to [-1, 1] and mirror them into the lower triangle."""
-    for i in range(i0, i1):
-        for j in range(i if diag else j0, j1):
-            v = min(1.0, max(-1.0, R[i, j]))
-            R[i, j] = v
-            R[j, i] = v
-
-
-@njit(cache=True, nogil=True)
-def _do_tile(Z, R, tile, m, J, kb):
-    n = Z.shape[0]
-    yt, xt = _job_coords_nb(m, J)
-    i0 = yt * tile
-    i1 = min(n, i0 + tile)
-    j0 = xt * tile
-    j1 = min(n, j0 + tile)
-    tile_block(Z, i0, i1, j0, j1, yt == xt, kb, R, 0, 0)
-    _finish_tile(R, i0, i1, j0, j1, yt == xt)
-
-
-@njit(cache=True, parallel=True)
-def pcc_tiles_static(Z, tile, kb, P, R, owner):
-    """Thread p takes tile ids [p·ceil(T/P), (p+1)·ceil(T/P)) (the seed's split); fills R."""
-    n = Z.shape[0]
-    m = (n + tile - 1) // tile
-    T = m * (m + 1) // 2
-    chunk = (T + P - 1) // P
-    for p in prange(P):
-        for J in range(p * chunk, min(T, (p + 1) * chunk)):
-            _do_tile(Z, R, tile, m, J, kb)
-            owner[J] = get_thread_id()
-
-
-@njit(cache=True, parallel=True)
-def pcc_tiles_cyclic(Z, tile, kb, P, R, owner):
-    """Thread p takes tile ids p, p+P, p+2P, … (interleaved, as Alg. 1's loop); fills R."""
-    n = Z.shape[0]
-    m = (n + tile - 1) // tile
-    T = m * (m + 1) // 2
-    for p in prange(P):
-        for J in range(p, T, P):
-            _do_tile(Z, R, tile, m, J, kb)
-            owner[J] = get_thread_id()
-
-
-@njit(cache=True, parallel=True)
-def pcc_tiles_dynamic(Z, tile, kb, R, owner):
-    """prange over tile ids; with numba.parallel_chunksize(c) set, threads grab chunks as they
-    finish (dynamic). Fills R."""
-    n = Z.shape[0]
-    m = (n + tile - 1) // tile
-    T = m * (m + 1) // 2
-    for J in prange(T):
-        _do_tile(Z, R, tile, m, J, kb)
-        owner[J] = get_thread_id()
-
-
-@njit(cache=True, parallel=True)
-def pcc_tiles_rows(Z, tile, kb, R, owner):
-    """prange over tile *rows* (no bijection): triangular work split statically — unbalanced."""
-    n = Z.shape[0]
-    m = (n + tile - 1) // tile
-    for yt in prange(m):
-        for xt in range(yt, m):
-            J = yt * (2 * m - yt + 1) // 2 + xt - yt
-            _do_tile(Z, R, tile, m, J, kb)
-            owner[J] = get_thread_id()
-
-
-# ---------------------------------------------------------------- passes over id ranges
-@njit(cache=True, parallel=True, nogil=True)
-def tiles_to_buffer(Z, tile, kb, J0, J1, buf):
-    """One pass (Alg. 2): tiles J0..J1-1 into buf[J-J0, :, :] (tile-local rows and columns).
-
-    ``nogil`` (as ``extract_pairs``): a Python thread can compute the next pass while another
-    extracts this one — Alg. 2's double buffering, shown in the notebook."""
-    n = Z.shape[0]
-    m = (n + tile - 1) // tile
-    for b in prange(J1 - J0):
-        yt, xt = _job_coords_nb(m, J0 + b)
-        i0 = yt * tile
-        j0 = xt * tile
-        tile_block(Z, i0, min(n, i0 + tile), j0, min(n, j0 + tile), yt == xt, kb,
-                    buf[b], i0, j0)
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def extract_pairs(buf, n, tile, J0, threshold):
-    """(i, j, r) of every pair i < j in the pass's tiles with |r| ≥ threshold (tile order)."""
-    m = (n + tile - 1) // tile
-    nb = buf.shape[0]
-    counts = np.zeros(nb + 1, dtype=np.int64)
-    for b in prange(nb):
-        yt, xt = _job_coords_nb(m, J0 + b)
-        i0 = yt * tile
-        j0 = xt * tile
-        c = 0
-        for i in range(i0, min(n, i0 + tile)):
-            for j in range(max(j0, i + 1), min(n, j0 + tile)):
-                if abs(buf[b, i - i0, j - j0]) >= threshold:
-                    c += 1
-        counts[b + 1] = c
-    for b in range(nb):
-        counts[b + 1] += counts[b]
-    total = counts[nb]
-    I = np.empty(total, dtype=np.int64)
-    Jx = np.empty(total, dtype=np.int64)
-    V = np.empty(total)
-    for b in prange(nb):
-        yt, xt = _job_coords_nb(m, J0 + b)
-        i0 = yt * tile
-        j0 = xt * tile
-        c = counts[b]
-        for i in range(i0, min(n, i0 + tile)):
-            for j in range(max(j0, i + 1), min(n, j0 + tile)):
-                v = buf[b, i - i0, j - j0]
-                if abs(v) >= threshold:
-                    I[c] = i
-                    Jx[c] = j
-                    V[c] = min(1.0, max(-1.0, v))
-                    c += 1
-    return I, Jx, V
+# ---------------------------------------------------------------- the engine (engine.py)
+# The threaded drivers and the passes over id ranges run engine.py's 6×4 block on aligned,
+# padded rows, compiled at the host's full vector width; re-exported here under their old names.
+from .engine import (extract_pairs, pcc_tiles_cyclic, pcc_tiles_dynamic,  # noqa: E402
+                     pcc_tiles_rows, pcc_tiles_static, tiles_to_buffer)

@@ -1,0 +1,98 @@
+"""Tests for labkit.pcc.engine (the fast path): aligned padded rows, the fused standardisation,
+the 6×4 block over several k-blocks with odd sizes against np.corrcoef, the in-block mirror, and
+the hot loop's code (full-width FMAs, no spills) on AVX-512 hosts."""
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from labkit import pcc
+from labkit.jit import vector_bits
+from labkit.pcc import engine
+
+
+def _corrcoef(X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.atleast_2d(np.corrcoef(X))
+
+
+@pytest.mark.parametrize("n, l", [(1, 3), (7, 8), (13, 1037), (50, 9)])
+def test_engine_rows_aligned_and_padded(n, l):
+    Zp = engine.engine_rows(n, l)
+    assert Zp.ctypes.data % 64 == 0 and Zp.flags.c_contiguous
+    assert Zp.shape == (n, -(-l // engine.LANE) * engine.LANE)
+    X = np.random.default_rng(l).random((n, l))
+    X[0] = 5.0                                   # a constant row
+    const = np.empty(n, dtype=np.bool_)
+    Zp[:] = np.nan
+    engine.standardize_into(X, Zp, const)
+    assert const[0] and not const[1:].any()
+    assert not np.isnan(Zp).any() and (Zp[:, l:] == 0).all() and (Zp[0] == 0).all()
+    Z, c = pcc.standardize(X)                    # the lesson's standardize: the same bits
+    assert np.array_equal(Z, Zp[:, :l]) and np.array_equal(c, const)
+    assert engine.as_engine_rows(Zp) is Zp       # already engine rows: no copy
+
+
+@pytest.mark.parametrize("n, l", [(203, 1037), (61, 513), (130, 1024), (97, 1500)])
+def test_several_k_blocks_odd_sizes(n, l):
+    """l > engine.KB: the sums are split over k-blocks and the last one clips and mirrors."""
+    X = np.random.default_rng(n + l).normal(size=(n, l))
+    ref = _corrcoef(X)
+    for tile in (pcc.DEFAULT_TILE, 96, 13, 7):
+        R = pcc.pearson_allpairs(X, tile=tile)
+        pcc.validate(R, ref)
+        assert np.array_equal(R, R.T)
+    Z = pcc.standardize(X)[0][:, :]              # a plain (unaligned, unpadded) Z
+    for kb in (8, 100, 512, 4096):
+        for schedule in pcc.SCHEDULES:
+            R, _ = pcc.pcc_threads(Z, 24, schedule, kb=kb)
+            pcc.validate(R, ref)
+            assert np.array_equal(R, R.T)
+
+
+def test_pcc_threads_bad_kb():
+    Z = pcc.standardize(np.random.default_rng(0).random((10, 5)))[0]
+    for kb in (0, -3, 2.5, "8"):
+        with pytest.raises(ValueError):
+            pcc.pcc_threads(Z, kb=kb)
+    with pytest.raises(ValueError):
+        pcc.pcc_threads(Z[0])
+
+
+def test_buffer_tiles_match_the_matrix():
+    """tiles_to_buffer (no mirror, no clip, tile-local cells) and pearson_allpairs: the same bits."""
+    X = np.random.default_rng(3).random((150, 700))
+    tile = 48
+    Z, _ = pcc._standardized_rows(X, 1)
+    m, T = pcc.n_tiles(150, tile)
+    buf = np.zeros((T, tile, tile))
+    engine.tiles_to_buffer(Z, tile, engine.KB, 0, T, buf)
+    R = pcc.pearson_allpairs(X, tile=tile)
+    for J in range(T):
+        yt, xt = pcc.tile_coords(150, tile, J)
+        i0, j0 = yt * tile, xt * tile
+        for i in range(i0, min(150, i0 + tile)):
+            for j in range(max(i, j0), min(150, j0 + tile)):
+                assert min(1.0, max(-1.0, buf[J, i - i0, j - j0])) == R[i, j]   # R is clipped
+
+
+@pytest.mark.skipif(not vector_bits(), reason="no AVX-512 here: the engine is plain numba.njit")
+def test_hot_loop_full_width_no_spills():
+    from labkit import inspect as lk
+    Z = engine.engine_rows(12, 64)
+    Z[:] = 1.0
+    out = np.zeros((12, 12))
+    args = (Z, 0, 12, 0, 12, False, engine.KB, out, 0, 0, True)
+    engine.block_tile(*args)
+    asm = str(lk.asm(engine.block_tile, args))
+    assert not re.search(r"\b(Spill|Reload)\b", asm)
+    blocks = re.split(r"\n\.LBB\S+:", asm)
+    hot = max(blocks, key=lambda b: b.count("vfmadd"))
+    fma = re.findall(r"vfmadd\w*pd\s+[^\n]*", hot)
+    assert len(fma) == engine.MR * engine.NR
+    assert all("zmm" in f for f in fma)
+    assert len(re.findall(r"vmovupd\s+\(", hot)) + sum("(" in f for f in fma) == engine.MR + engine.NR
