@@ -378,7 +378,8 @@ def _plan(enc: Encoded, order, top, threads, block, batch, progress, first=None)
               for p in parts]
     return _Plan(enc, order, int(top), int(threads), block_words * 64, int(batch),
                  _segments(enc.case_words, enc.control_words, block_words),
-                 nlogn_table(enc.n_cases + enc.n_controls), combos, chunks)
+                 nlogn_table(enc.n_cases + enc.n_controls), combos, chunks,
+                 pairs=use_pair_tables(enc.n_snps, order))
 
 
 def search(genotypes, labels, order: int = 2, top: int = 10, threads: int | None = None,
@@ -414,7 +415,8 @@ def search(genotypes, labels, order: int = 2, top: int = 10, threads: int | None
 from ._intrinsics import popcount64  # noqa: E402
 from .dfs import (_as_list, _assign, _candidates, _l1_l2, _last_stage, _Plan,  # noqa: E402
                   _run_plan, _search_kernel, _select, first_snp_work, rank_snp_range,
-                  _segments, _task_work, default_batch, default_block, search_stats)
+                  _segments, _task_work, default_batch, default_block, search_stats,
+                  use_pair_tables)
 from .kernels import (_HAS_AVX2, _MI_SCALE, _WORD_CHUNK, MAX_ORDER, MULA_KIND,  # noqa: E402
                       _mi_combinations, and_popcount, combine_popcount, combine_popcount_scalar,
                       combine_then_popcount, contingency_fused, mi_batch_branchy,

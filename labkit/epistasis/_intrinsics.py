@@ -219,6 +219,7 @@ def _make_lane_counter(G):
 
 _lanes1 = _make_lane_counter(1)
 _lanes3 = _make_lane_counter(3)
+_lanes4 = _make_lane_counter(4)
 _lanes6 = _make_lane_counter(6)
 _lanes9 = _make_lane_counter(9)
 
@@ -261,44 +262,91 @@ def _mi_lanes(typingctx, counts, o1, o0, cstride, p1, p0, nlogn, acc):
     return sig, codegen
 
 
-@intrinsic
-def _chi_lanes(typingctx, counts, o1, o0, cstride, p1, p0, fN, fN1, acc):
-    """acc[j] += Σ over the 3 cells (genotype g of the last SNP) of one prefix row of
-    (a·N − n·N1)² / max(n, 1) for candidate j (a = cases, n = cases + controls of the cell;
-    genotype 2 by subtraction from the row's counts p1, p0), reciprocal by ``vrcp14pd``
-    (relative error < 2**-14). Σ over all cells ÷ (N1·N0) is Pearson's χ², and N·MI ≤ χ²
-    (KL ≤ χ²-divergence, cell by cell): the bound that lets the search skip the MI."""
-    sig = types.void(counts, o1, o0, cstride, p1, p0, fN, fN1, acc)
+def _row_cells(builder, C, P, r, b1, b0, cs, off):
+    """The 3 cells (a = cases, b = controls) of prefix row r for 8 candidates: genotypes 0, 1 of
+    the last SNP loaded from the counts, genotype 2 = the row's count P[r, c] minus both."""
+    two = ir.Constant(_I64, 2)
+    o1 = builder.add(builder.add(b1, builder.mul(builder.mul(r, two), cs)), off)
+    o0 = builder.add(builder.add(b0, builder.mul(builder.mul(r, two), cs)), off)
+    a1 = _vload(builder, C, o1, _V8)
+    e1 = _vload(builder, C, builder.add(o1, cs), _V8)
+    a0 = _vload(builder, C, o0, _V8)
+    e0 = _vload(builder, C, builder.add(o0, cs), _V8)
+    p1 = builder.load(builder.gep(P, [builder.add(builder.mul(r, two), ir.Constant(_I64, 1))]))
+    p0 = builder.load(builder.gep(P, [builder.mul(r, two)]))
+    z1 = builder.sub(builder.sub(_splat(builder, p1, _V8), a1), e1)
+    z0 = builder.sub(builder.sub(_splat(builder, p0, _V8), a0), e0)
+    return ((a1, a0), (e1, e0), (z1, z0))
 
-    def codegen(context, builder, sg, args):
-        C = context.make_array(sg.args[0])(context, builder, args[0])
-        A = context.make_array(sg.args[8])(context, builder, args[8])
-        c = lambda k: context.cast(builder, args[k], sg.args[k], types.int64)  # noqa: E731
-        o1_, o0_, cs, p1_, p0_ = c(1), c(2), c(3), c(4), c(5)
-        fN_ = _splat(builder, context.cast(builder, args[6], sg.args[6], types.float64), _VF)
-        fN1_ = _splat(builder, context.cast(builder, args[7], sg.args[7], types.float64), _VF)
-        a1 = _vload(builder, C.data, o1_, _V8)
-        e1 = _vload(builder, C.data, builder.add(o1_, cs), _V8)
-        a0 = _vload(builder, C.data, o0_, _V8)
-        e0 = _vload(builder, C.data, builder.add(o0_, cs), _V8)
-        z1 = builder.sub(builder.sub(_splat(builder, p1_, _V8), a1), e1)
-        z0 = builder.sub(builder.sub(_splat(builder, p0_, _V8), a0), e0)
-        rcp = _declare(builder, "llvm.x86.avx512.rcp14.pd.512", _VF, [_VF, _VF, _I8])
-        one = ir.Constant(_V8, [1] * 8)
-        zero = ir.Constant(_V8, None)
-        pa = builder.bitcast(A.data, _VF.as_pointer())
-        tot = builder.load(pa, align=8)
-        for ca, cb in ((a1, a0), (e1, e0), (z1, z0)):
-            n = builder.add(ca, cb)
-            n1 = builder.select(builder.icmp_signed("==", n, zero), one, n)
-            d = builder.fsub(builder.fmul(builder.sitofp(ca, _VF), fN_),
-                             builder.fmul(builder.sitofp(n, _VF), fN1_))
-            r = builder.call(rcp, [builder.sitofp(n1, _VF), ir.Constant(_VF, None),
-                                   ir.Constant(_I8, 0xFF)])
-            tot = builder.fadd(tot, builder.fmul(builder.fmul(d, d), r))
-        builder.store(tot, pa, align=8)
-        return context.get_dummy_value()
-    return sig, codegen
+
+def _rows_intrinsic(cell_term):
+    """Intrinsic f(counts, b1, b0, cstride, off, pc, R, x, y, acc): acc[0:8] = Σ over the R prefix
+    rows and the 3 genotypes of the last SNP of cell_term(a, b) for 8 candidates (3 independent
+    sums in registers, one store)."""
+    @intrinsic
+    def rows(typingctx, counts, b1, b0, cstride, off, pc, R, x, y, acc):
+        if not (isinstance(counts, types.Array) and isinstance(pc, types.Array)
+                and isinstance(acc, types.Array) and _int_args_ok(b1, b0, cstride, off, R)):
+            return None
+        sig = types.void(counts, b1, b0, cstride, off, pc, R, x, y, acc)
+
+        def codegen(context, builder, sg, args):
+            C = context.make_array(sg.args[0])(context, builder, args[0])
+            P = context.make_array(sg.args[5])(context, builder, args[5])
+            A = context.make_array(sg.args[9])(context, builder, args[9])
+            c = lambda k: context.cast(builder, args[k], sg.args[k], types.int64)  # noqa: E731
+            b1_, b0_, cs, off, R_ = c(1), c(2), c(3), c(4), c(6)
+            if isinstance(sg.args[7], types.Array):      # a table: its address as an int
+                T = context.make_array(sg.args[7])(context, builder, args[7])
+                xs = [builder.ptrtoint(T.data, _I64), None]
+            else:
+                xs = [context.cast(builder, args[k], sg.args[k], types.float64) for k in (7, 8)]
+            sums = [cgutils.alloca_once_value(builder, ir.Constant(_VF, None)) for _ in range(3)]
+            with cgutils.for_range(builder, R_) as loop:
+                cells = _row_cells(builder, C.data, P.data, loop.index, b1_, b0_, cs, off)
+                for acc_, (ca, cb) in zip(sums, cells):
+                    builder.store(builder.fadd(builder.load(acc_),
+                                               cell_term(builder, context, ca, cb, xs)), acc_)
+            tot = builder.fadd(builder.fadd(builder.load(sums[0]), builder.load(sums[1])),
+                               builder.load(sums[2]))
+            builder.store(tot, builder.bitcast(A.data, _VF.as_pointer()), align=8)
+            return context.get_dummy_value()
+        return sig, codegen
+    return rows
+
+
+def _chi_term(builder, context, ca, cb, xs):
+    """(a·N − n·N1)² / max(n, 1) with vrcp14pd (relative error < 2**-14); xs = (N, N1)."""
+    fN, fN1 = (_splat(builder, v, _VF) for v in xs)
+    n = builder.sitofp(builder.add(ca, cb), _VF)
+    d = builder.fsub(builder.fmul(builder.sitofp(ca, _VF), fN), builder.fmul(n, fN1))
+    one = ir.Constant(_VF, [1.0] * 8)
+    n1 = builder.select(builder.fcmp_ordered("<", n, one), one, n)
+    rcp = _declare(builder, "llvm.x86.avx512.rcp14.pd.512", _VF, [_VF, _VF, _I8])
+    r = builder.call(rcp, [n1, ir.Constant(_VF, None), ir.Constant(_I8, 0xFF)])
+    return builder.fmul(builder.fmul(d, d), r)
+
+
+def _nlogn_term(builder, context, ca, cb, xs):
+    """T[a] + T[b] − T[a + b] gathered from the n·ln n table (xs[0]: its address)."""
+    base = _splat(builder, xs[0], _V8)
+    PV = ir.VectorType(_F64.as_pointer(), 8)
+    gfn = _declare(builder, "llvm.masked.gather.v8f64.v8p0", _VF,
+                   [PV, ir.IntType(32), ir.VectorType(ir.IntType(1), 8), _VF])
+    allm = ir.Constant(ir.VectorType(ir.IntType(1), 8), [1] * 8)
+
+    def g(ix):
+        addr = builder.add(base, builder.shl(ix, ir.Constant(_V8, [3] * 8)))
+        return builder.call(gfn, [builder.inttoptr(addr, PV), ir.Constant(ir.IntType(32), 8),
+                                  allm, ir.Constant(_VF, None)])
+    return builder.fsub(builder.fadd(g(ca), g(cb)), g(builder.add(ca, cb)))
+
+
+#: acc = Σ_cells (a·N − n·N1)² / n for 8 candidates: ÷ (N1·N0) it is Pearson's χ², and
+#: N·MI ≤ χ² (KL ≤ χ²-divergence, cell by cell): the bound that lets the search skip the MI
+_chi_rows = _rows_intrinsic(_chi_term)
+#: acc = Σ_cells n·ln n(a) + n·ln n(b) − n·ln n(a + b) for 8 candidates (gathers from the table)
+_nlogn_rows = _rows_intrinsic(_nlogn_term)
 
 
 _V32B = ir.VectorType(_I8, 32)

@@ -15,7 +15,7 @@ from ._intrinsics import _popcount_v8
 
 from . import (Encoded, _bench_popcount_inputs, _numpy_popcount, _plan, _run_plan, encode,
                make_inputs, popcount_hw, popcount_hw_scalar, popcount_mula, popcount_table, search,
-               validate)
+               use_pair_tables, validate)
 
 #: the search benchmark's inputs (``labkit bench epistasis`` without --size)
 SEARCH_INPUTS = {"snps": 400, "individuals": 2000, "order": 3}
@@ -56,12 +56,16 @@ def entry_table(inp, repeat: int = 5):
                                f"{inp.n_individuals} individuals, 1 thread, CPU time")
 
 
-def popcounts_per_combination(order: int, words: int) -> int:
+def popcounts_per_combination(order: int, words: int, pairs: bool = False) -> int:
     """Word ANDs + popcounts the search's last stage does per combination: 2 genotype rows of the
     last SNP (the third by subtraction) × the prefix rows it counts (2/3 of 3**(order−1) from
-    order 3 on: the last prefix SNP's genotype 2 comes from the parent's counts) × words."""
+    order 3 on: the last prefix SNP's genotype 2 comes from the parent's counts; 4 of 9 at order
+    3 with ``pairs``, the pair tables of ``use_pair_tables``: the first SNP's genotype 2 comes
+    from the pair of the other two) × words."""
     rows = 3 ** (order - 1)
     counted = 2 * rows // 3 if order >= 3 else rows
+    if pairs and order == 3:
+        counted = 4
     return 2 * counted * words
 
 
@@ -93,7 +97,7 @@ def roof_table(enc, order: int, repeat: int = 3, hz: float | None = None):
     from labkit.hardware.clock import measure_clock
     hz = measure_clock() if hz is None else hz
     roof = popcount_roof(repeat)
-    per = popcounts_per_combination(order, enc.words)
+    per = popcounts_per_combination(order, enc.words, use_pair_tables(enc.n_snps, order))
     combos = math.comb(enc.n_snps, order)
     res = bench.compare({"search": lambda: search(enc, None, order=order, threads=1,
                                                   progress=False)},

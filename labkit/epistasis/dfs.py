@@ -16,7 +16,7 @@ from labkit import hardware
 from labkit._common import use_threads
 from labkit.jit import njit
 
-from ._intrinsics import (_chi_lanes, _lanes1, _lanes3, _lanes6, _lanes9, _mi_lanes,
+from ._intrinsics import (_chi_rows, _lanes1, _lanes3, _lanes4, _lanes6, _lanes9, _nlogn_rows,
                           _popcount_v8, _sub2_v8, _zero_v8)
 
 @njit(cache=True, inline="always")
@@ -91,6 +91,8 @@ def _count_rows(tables, toff, R, G, k_first, k_hi, lanes, W, segs, counts, RL, c
                     _lanes9(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
                 elif G == 6:
                     _lanes6(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                elif G == 4:
+                    _lanes4(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
                 elif G == 3:
                     _lanes3(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
                 else:
@@ -98,7 +100,8 @@ def _count_rows(tables, toff, R, G, k_first, k_hi, lanes, W, segs, counts, RL, c
 
 
 def _group(R):
-    return 9 if R % 9 == 0 else (6 if R % 6 == 0 else (3 if R % 3 == 0 else 1))
+    return 9 if R % 9 == 0 else (6 if R % 6 == 0 else (4 if R % 4 == 0 else
+                                                    (3 if R % 3 == 0 else 1)))
 
 
 _group_nb = njit(cache=True)(_group)
@@ -106,7 +109,7 @@ _group_nb = njit(cache=True)(_group)
 
 @njit(cache=True)
 def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, counts, batch,
-                nlogn, inv_n, hy, tq, tm, ti, state, acc, phases, par, npad):
+                nlogn, inv_n, hy, tq, tm, ti, state, acc, phases, par, npad, pj):
     """Counts of (prefix + k) for k in [k_lo, k_hi): integer phase for a batch, then MI + top list.
 
     ``lanes[kblock, g, w, j]`` holds word w of genotype row g (g = 0, 1) of SNP 8*kblock + j, so a
@@ -116,6 +119,9 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     ``par.size > 0`` (order ≥ 3): the table's rows are split (see ``_build_level``): only its
     first 2R/3 rows (last prefix SNP's genotype 0, 1) are counted; row (r', 2) is the parent's
     count with SNP k (``par``, counted once per parent for every k) minus rows (r', 0), (r', 1).
+    ``pj.size > 0`` (order 3): of those, only the rows of the first SNP's genotypes 0, 1 are
+    counted (4 of 9); rows (2, g') are the pair counts of (j, k) (``pj``: the second prefix SNP's
+    counts with every k, counted once per search) minus rows (0, g'), (1, g').
     """
     sub = par.size > 0
     n1 = 0
@@ -127,7 +133,8 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     fN1 = float(n1)
     # MI ≤ χ² / N = Σ (a·N − n·N1)² / n ÷ (N1·N0·N); the factor covers vrcp14pd and rounding
     ub_scale = (1.0 + 2.0 ** -12) / (fN1 * float(n0) * fN)
-    Rc = (2 * R) // 3 if sub else R
+    pair = sub and pj.size > 0 and R == 9
+    Rc = (4 if pair else (2 * R) // 3) if sub else R
     Rp = R // 3
     G = _group_nb(Rc)
     k_first = (k_lo // 8) * 8
@@ -138,11 +145,20 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         _zero_v8(counts, 0, 4 * R * nvec)
         # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
         _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
+        if pair:                 # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g')
+            for c in range(2):
+                for gj in range(2):
+                    for g in range(2):
+                        o = ((c * R + 4 + gj) * 2 + g) * cstride
+                        o0 = ((c * R + gj) * 2 + g) * cstride
+                        o1 = ((c * R + 2 + gj) * 2 + g) * cstride
+                        _sub2_v8(counts, o, o0, o1, pj, ((c * 3 + gj) * 2 + g) * npad + kb,
+                                 nvec)
         if sub:                  # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
             for c in range(2):
                 for rp in range(Rp):
                     for g in range(2):
-                        o = ((c * R + Rc + rp) * 2 + g) * cstride
+                        o = ((c * R + 2 * Rp + rp) * 2 + g) * cstride
                         o0 = ((c * R + 2 * rp) * 2 + g) * cstride
                         o1 = ((c * R + 2 * rp + 1) * 2 + g) * cstride
                         op = ((c * Rp + rp) * 2 + g) * npad + kb
@@ -153,28 +169,19 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         b0 = 0
         b1 = R * 2 * cstride
         for v in range(nvec):
+            o = 8 * v
             w = state[0]
             if tq[w] >= 0:       # top list full: skip 8 candidates whose χ² bound is below it
-                for j in range(8):
-                    acc[j] = 0.0
-                for r in range(R):
-                    _chi_lanes(counts, b1 + 2 * r * cstride + 8 * v, b0 + 2 * r * cstride + 8 * v,
-                               cstride, pc[r, 1], pc[r, 0], fN, fN1, acc)
+                _chi_rows(counts, b1, b0, cstride, o, pc, R, fN, fN1, acc)
                 # a candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11; the bound is
                 # loosened for vrcp14pd (< 2**-14) and rounding
-                lim = (tq[w] - 1) * 1e-11 - 1e-12
+                lim = ((tq[w] - 1) * 1e-11 - 1e-12) / ub_scale
                 hit = False
-                for j in range(8):
-                    k = kb + 8 * v + j
-                    if k >= k_lo and k < ke and acc[j] * ub_scale >= lim:
-                        hit = True
+                for j in range(max(k_lo - kb - o, 0), min(ke - kb - o, 8)):
+                    hit |= acc[j] >= lim
                 if not hit:
                     continue
-            for j in range(8):
-                acc[j] = 0.0
-            for r in range(R):
-                _mi_lanes(counts, b1 + 2 * r * cstride + 8 * v, b0 + 2 * r * cstride + 8 * v,
-                          cstride, pc[r, 1], pc[r, 0], nlogn, acc)
+            _nlogn_rows(counts, b1, b0, cstride, o, pc, R, nlogn, 0.0, acc)
             for j in range(8):
                 k = kb + 8 * v + j
                 if k < k_lo or k >= ke:
@@ -209,13 +216,31 @@ def _parent_counts(tables, toff, R, k_lo, n_snps, lanes, W, segs, par, npad):
 
 
 @njit(cache=True, parallel=True)
+def _pair_counts(bits3, lanes4, segs, npad):
+    """out[j]: SNP j's 3 genotype rows counted with genotypes 0, 1 of every SNP k from j + 1
+    (rounded down to 8), in ``par``'s layout ((c·3 + g_j)·2 + g_k)·npad + k (see _parent_counts):
+    the pair tables an order-3 search derives its first SNP's genotype 2 from."""
+    n = bits3.shape[0]
+    W = bits3.shape[2]
+    lanes = lanes4.ravel()
+    out = np.zeros((n, 12 * npad), dtype=np.int64)
+    for j in prange(n):
+        tab = bits3[j].copy().ravel()
+        _parent_counts(tab, 0, 3, j + 1, n, lanes, W, segs, out[j], npad)
+    return out
+
+
+@njit(cache=True, parallel=True)
 def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn, n_cases,
-                   n_controls, top, batch, phases=3):
+                   n_controls, top, batch, phases=3, pairs=np.zeros((0, 0), dtype=np.int64)):
     """Each worker (prange row) runs its first-index tasks depth-first; returns per-worker top lists.
 
     ``phases`` (for timing the parts): 1 = prefix tables only, 2 = + the last SNP's counts,
-    3 = + MI and the top list (the search)."""
+    3 = + MI and the top list (the search). ``pairs`` (order 3; ``_pair_counts``, or 0 rows):
+    each first SNP's parent counts are its row of ``pairs``, and the last stage counts 4 of
+    the 9 prefix rows instead of 6."""
     n_snps = bits3.shape[0]
+    use_pairs = order == 3 and pairs.shape[0] == n_snps
     W = bits3.shape[2]
     bits = bits3.ravel()
     lanes = lanes4.ravel()
@@ -241,6 +266,7 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
         acc = np.zeros(8)
         npad = (n_snps + 7) // 8 * 8      # the SNPs of lanes4, in blocks of 8
         par = np.zeros(4 * (3 ** (order - 2)) * npad if order >= 3 else 0, dtype=np.int64)
+        pj = np.zeros(0, dtype=np.int64)
         tq = out_q[wk]
         tm = out_m[wk]
         ti = out_i[wk]
@@ -259,20 +285,24 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
                 if phases >= 2:
                     _last_stage(tables, lvl_off[0], 1, pcs[0], idx, order, i, i + 1, lanes, W,
                                 segs, counts, batch, nlogn, inv_n, hy, tq, tm, ti, state, acc,
-                                phases, par, npad)
+                                phases, par, npad, pj)
                 continue
             idx[0] = i
             _build_level(tables, pcs, lvl_off, 0, bits, W, case_words, i, False)
-            if order == 3 and phases >= 2:
+            if use_pairs:
+                par = pairs[i]
+            elif order == 3 and phases >= 2:
                 _parent_counts(tables, lvl_off[1], 3, i + 1, n_snps, lanes, W, segs, par, npad)
             d = 1                      # prefix length; table of level d holds idx[:d]
             nxt[1] = i + 1
             while d >= 1:
                 if d == order - 1:
                     if phases >= 2:
+                        if use_pairs:
+                            pj = pairs[idx[1]]
                         _last_stage(tables, lvl_off[d], 3 ** d, pcs[d], idx, order,
                                     idx[d - 1] + 1, n_snps, lanes, W, segs, counts, batch, nlogn,
-                                    inv_n, hy, tq, tm, ti, state, acc, phases, par, npad)
+                                    inv_n, hy, tq, tm, ti, state, acc, phases, par, npad, pj)
                     d -= 1
                     continue
                 j = nxt[d]
@@ -289,6 +319,17 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
                 d += 1
                 nxt[d] = j + 1
     return out_q, out_m, out_i
+
+
+#: the pair tables (``_pair_counts``: 12 int64 per SNP pair) are used up to this many bytes
+PAIR_TABLE_BYTES = 256 << 20
+
+
+def use_pair_tables(n_snps: int, order: int) -> bool:
+    """Does an order-``order`` search over ``n_snps`` SNPs keep the pair tables (order 3, within
+    :data:`PAIR_TABLE_BYTES`)?"""
+    npad = (n_snps + 7) // 8 * 8
+    return order == 3 and n_snps * 12 * npad * 8 <= PAIR_TABLE_BYTES
 
 
 def _l1_l2() -> tuple[int, int]:
@@ -354,6 +395,7 @@ class _Plan:
     combos: int
     chunks: list = field(default_factory=list)
     phases: int = 3           # 1 = prefix tables, 2 = + counts, 3 = + MI (see _search_kernel)
+    pairs: bool = False       # order 3: pair tables of every SNP with every later one (_pair_counts)
 
 
 def _candidates(plan: _Plan, progress: bool):
@@ -368,10 +410,14 @@ def _candidates(plan: _Plan, progress: bool):
     qs, ms, ids = [np.zeros(0, np.int64)], [np.zeros(0)], [np.zeros((0, plan.order), np.int64)]
     try:
         with use_threads(plan.threads):
+            pairs = np.zeros((0, 0), dtype=np.int64)
+            if plan.pairs and plan.phases >= 2:
+                pairs = _pair_counts(enc.bits, enc.lanes, plan.segs, enc.lanes.shape[0] * 8)
             for (tasks, ntasks), ncomb in plan.chunks:
                 q, m, i = _search_kernel(enc.bits, enc.lanes, enc.case_words, plan.order,
                                          plan.segs, tasks, ntasks, plan.nlogn, enc.n_cases,
-                                         enc.n_controls, plan.top, plan.batch, plan.phases)
+                                         enc.n_controls, plan.top, plan.batch, plan.phases,
+                                         pairs)
                 qs.append(q.reshape(-1))
                 ms.append(m.reshape(-1))
                 ids.append(i.reshape(-1, plan.order))
@@ -454,10 +500,16 @@ def search_stats(n_snps: int, order: int) -> dict:
     reuse_sub = reuse - combos * 3 ** (order - 1)
     # ... and from order 3 on, the prefix rows with the last prefix SNP's genotype 2 come from the
     # parent's counts with SNP k (counted once per parent: C(n, order−2) parents × n SNPs ×
-    # 3**(order−2) rows × 2): what the search kernel does
+    # 3**(order−2) rows × 2); at order 3 also the first SNP's genotype 2, from pair tables
+    # (``use_pair_tables``): what the search kernel does
     reuse_parent = reuse_sub
     if order >= 3:
         reuse_parent -= combos * 2 * 3 ** (order - 2)
         reuse_parent += math.comb(n_snps, order - 2) * n_snps * 2 * 3 ** (order - 2)
+    if use_pair_tables(n_snps, order):
+        # order 3 with the pair tables: the prefix rows (2, g') come from the pair (j, k) too, so
+        # 4 of the 9 rows are counted (× 2 genotypes of k); the tables: 3 rows × 2 per pair
+        reuse_parent = (math.comb(n_snps, 2) * 9 + combos * 2 * 4
+                        + math.comb(n_snps, 2) * 3 * 2)
     return {"combinations": combos, "row_ands_naive": naive, "row_ands_dfs": reuse,
             "row_ands_dfs_subtract": reuse_sub, "row_ands_search": reuse_parent}

@@ -137,6 +137,25 @@ def test_search_segments_and_batches(order):
         ep.validate(got, ref, atol=1e-12)
 
 
+@pytest.mark.parametrize("pairs", [True, False])
+@pytest.mark.parametrize("n_ind,top", [(257, 1), (130, 5), (65, 20), (1100, 84)])
+def test_search_order3_pair_tables_and_mi_bound(pairs, n_ind, top, monkeypatch):
+    """Order 3 with and without the pair tables (the first SNP's genotype 2 derived from the pair
+    of the other two), ragged individual counts, top lists small (the chi-square bound skips most
+    MIs) and complete (9 SNPs: every triple kept)."""
+    from labkit.epistasis import dfs
+    if not pairs:
+        monkeypatch.setattr(dfs, "PAIR_TABLE_BYTES", 0)
+    snps = 9 if top == 84 else 23
+    inp = ep.make_inputs({"snps": snps, "individuals": n_ind}, seed=n_ind)
+    assert ep._plan(ep.encode(inp.genotypes, inp.labels), 3, top, 1, None, None,
+                    False).pairs is pairs
+    ref = ep.reference_search(inp.genotypes, inp.labels, order=3, top=top)
+    for threads in (1, 2):
+        got = ep.search(inp.genotypes, inp.labels, order=3, top=top, threads=threads)
+        ep.validate(got, ref, atol=1e-12)
+
+
 def test_search_ties_by_indices():
     inp = ep.make_inputs({"snps": 8, "individuals": 99}, seed=2)
     g = inp.genotypes.copy()
@@ -503,6 +522,7 @@ def test_roof_table_rows():
     from labkit.epistasis import bench as ep_bench
     assert ep_bench.popcounts_per_combination(3, 32) == 2 * 6 * 32
     assert ep_bench.popcounts_per_combination(2, 32) == 2 * 3 * 32
+    assert ep_bench.popcounts_per_combination(3, 32, pairs=True) == 2 * 4 * 32
     inp = ep.make_inputs({"snps": 30, "individuals": 300}, seed=1)
     enc = ep.encode(inp.genotypes, inp.labels)
     res = ep_bench.roof_table(enc, 3, repeat=1, hz=3e9)
