@@ -14,8 +14,11 @@ The steps, one kernel each (``labkit.alignment.kernels``):
   8 lanes (``vpmaxsq``);
 * ``align_transposed`` — the same loop with every intermediate kept int16: 32 lanes per zmm
   register (``vpaddw``/``vpmaxsw``);
-* ``align_batched`` — the fast kernel: batches of any size and any lengths (padding + reading
-  each score at its own cell), four DP columns per sweep, threads over batches (``prange``).
+* ``align_batched`` — batches of any size and any lengths (padding + reading each score at its
+  own cell), four DP columns per sweep, threads over batches (``prange``);
+* ``align_shifted`` (``labkit.alignment.fast``) — what ``align`` runs: ``align_batched`` with
+  shifted scores (8 vector operations per cell instead of 10), 64-lane tiles without run-time
+  alias checks, compiled at the host's full vector width (``labkit.jit``).
 
 ``align(seqs1, seqs2)`` is the friendly entry point: it validates, picks the kernel and guards
 against int16 overflow. The package: ``scoring`` (alphabet, codes, ``Scoring``, ``fits_int16``),
@@ -39,7 +42,7 @@ __all__ = [
     "reference", "parasail_scores", "validate", "align", "fits_int16",
     "align_scalar", "align_transposed_promoted", "align_transposed", "transpose_batch",
     "transpose_ragged",
-    "align_batched", "align_batched_serial",
+    "align_batched", "align_batched_serial", "align_shifted", "align_shifted_serial", "fits_shifted",
     "TARGETS", "run_benchmark", "cpu_compare", "throughput", "check_transpose", "check_transposed_inner",
 ]
 
@@ -253,7 +256,10 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
     code arrays (pairs = rows); lengths may differ. ``method``: "auto" (the batched int16 kernel;
     if the lengths/scores could overflow int16 it **widens automatically** to the int32 scalar
     kernel), "transposed" (the batched int16 kernel; raises ValueError if int16 could overflow),
-    or "scalar". ``lanes``: pairs per batch; ``threads``: numba threads (default: all).
+    or "scalar". The int16 kernel is ``align_shifted`` (tiles of 64 pairs) while its shifted
+    values fit (``fits_shifted``), else ``align_batched``. ``lanes``: pairs per batch of
+    ``align_batched`` (the shifted kernel's tile is fixed); ``threads``: numba threads
+    (default: all).
     """
     sc = _as_scoring(scoring)
     if method not in _METHODS:
@@ -274,19 +280,25 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
     with use_threads(threads):
         if method == "scalar":
             return _align_scalar_lens(c1, l1, c2, l2, sc)
-        if not fits_int16(int(l1.max()), int(l2.max()), sc):
-            if method == "transposed":
-                raise ValueError(f"sequences up to {int(l1.max())} × {int(l2.max())} with {sc} can "
-                                 f"overflow int16 scores; use method='auto' (widens to int32) "
-                                 f"or method='scalar'")
+        many = numba.get_num_threads() > 1
+        if fits_shifted(int(l1.max()), int(l2.max()), sc):
+            kernel = align_shifted if many and n > TILE else align_shifted_serial
+            extra = ()
+        elif fits_int16(int(l1.max()), int(l2.max()), sc):
+            width = max(32, (lanes + 31) // 32 * 32)
+            kernel = align_batched if many and n > width else align_batched_serial
+            extra = (lanes,)
+        elif method == "transposed":
+            raise ValueError(f"sequences up to {int(l1.max())} × {int(l2.max())} with {sc} can "
+                             f"overflow int16 scores; use method='auto' (widens to int32) "
+                             f"or method='scalar'")
+        else:
             return _align_scalar_lens(c1, l1, c2, l2, sc)
-        width = max(32, (lanes + 31) // 32 * 32)
-        kernel = align_batched if numba.get_num_threads() > 1 and n > width else align_batched_serial
         if (l1 == l1[0]).all() and (l2 == l2[0]).all():
-            return kernel(c1, l1, c2, l2, sc, lanes)
+            return kernel(c1, l1, c2, l2, sc, *extra)
         order = np.lexsort((l1, l2))             # similar lengths share a batch: less padding
         res = kernel(np.ascontiguousarray(c1[order]), l1[order],
-                     np.ascontiguousarray(c2[order]), l2[order], sc, lanes)
+                     np.ascontiguousarray(c2[order]), l2[order], sc, *extra)
         out = np.empty(n, np.int32)
         out[order] = res
         return out
@@ -326,9 +338,13 @@ def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
     order = np.arange(n, dtype=np.int64) if equal else np.lexsort((l1, l2)).astype(np.int64)
     out = np.empty(n, np.int32)
     with use_threads(threads):
-        kernel = (_align_ragged_parallel if numba.get_num_threads() > 1 and n > width
-                  else _align_ragged_serial)
-        bad = kernel(raw1, off1, raw2, off2, order, _LOOKUP, sc, width, out)
+        many = numba.get_num_threads() > 1
+        if fits_shifted(int(l1.max()), int(l2.max()), sc):
+            kernel = _align_letters_parallel if many and n > TILE else _align_letters_serial
+            bad = kernel(raw1, off1, raw2, off2, order, _LOOKUP, sc, out)
+        else:
+            kernel = _align_ragged_parallel if many and n > width else _align_ragged_serial
+            bad = kernel(raw1, off1, raw2, off2, order, _LOOKUP, sc, width, out)
     return out if bad == -1 else None
 
 
@@ -337,6 +353,8 @@ from .kernels import (_align_ragged_parallel, _align_ragged_serial,  # noqa: E40
                       _align_scalar_lens, _scalar_pair, align_batched, align_batched_serial,
                       align_scalar, align_transposed, align_transposed_promoted, transpose_batch,
                       transpose_ragged)
+from .fast import (TILE, _align_letters_parallel, _align_letters_serial,  # noqa: E402
+                   align_shifted, align_shifted_serial, fits_shifted)
 
 #: Names that live in submodules importing this package (imported on first use, so that
 #: ``__init__`` → ``bench``/``checks`` → ``__init__`` is no module-level cycle).

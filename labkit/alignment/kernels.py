@@ -197,6 +197,15 @@ def _cell(d, f, e, a, b, mt, mm, go, ge):
 
 
 @njit(cache=True)
+def _ends(lens2, L2):
+    """is_end[j]: some lane's second sequence ends at column j (its score is read there)."""
+    is_end = np.zeros(L2 + 1, np.bool_)
+    for k in range(lens2.size):
+        is_end[lens2[k]] = True
+    return is_end
+
+
+@njit(cache=True)
 def _batch_kernel(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
     """One transposed batch (L1 × W, L2 × W): four DP columns per sweep over the rows, each
     lane's score read at its own cell (lens1[k], lens2[k]); writes out[k]."""
@@ -211,9 +220,7 @@ def _batch_kernel(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
     F1 = np.empty(W, np.int16)
     F2 = np.empty(W, np.int16)
     F3 = np.empty(W, np.int16)
-    is_end = np.zeros(L2 + 1, np.bool_)
-    for k in range(W):
-        is_end[lens2[k]] = True
+    is_end = _ends(lens2, L2)
     for i in range(L1 + 1):
         v = _boundary(i, go, ge)
         for k in range(W):
@@ -284,8 +291,9 @@ def _batch_kernel(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
 
 
 @njit(cache=True)
-def _run_batch(seqs1, lens1, seqs2, lens2, mt, mm, go, ge, start, stop, lanes, out):
-    """Transpose pairs start..stop into a (length × lanes) batch, align it, write out[start:stop]."""
+def _transpose_pairs(seqs1, lens1, seqs2, lens2, start, stop, lanes):
+    """Pairs start..stop of padded codes → (s1T, s2T, l1, l2): a (length × lanes) batch each,
+    zeros past the ends; padding lanes get the full size (never read out)."""
     L1 = 1
     L2 = 1
     for p in range(start, stop):
@@ -293,7 +301,7 @@ def _run_batch(seqs1, lens1, seqs2, lens2, mt, mm, go, ge, start, stop, lanes, o
         L2 = max(L2, lens2[p])
     s1T = np.zeros((L1, lanes), np.uint8)
     s2T = np.zeros((L2, lanes), np.uint8)
-    l1 = np.full(lanes, L1, np.int64)            # padding lanes: full size, never read
+    l1 = np.full(lanes, L1, np.int64)
     l2 = np.full(lanes, L2, np.int64)
     for p in range(start, stop):
         k = p - start
@@ -303,6 +311,13 @@ def _run_batch(seqs1, lens1, seqs2, lens2, mt, mm, go, ge, start, stop, lanes, o
             s1T[i, k] = seqs1[p, i]
         for i in range(lens2[p]):
             s2T[i, k] = seqs2[p, i]
+    return s1T, s2T, l1, l2
+
+
+@njit(cache=True)
+def _run_batch(seqs1, lens1, seqs2, lens2, mt, mm, go, ge, start, stop, lanes, out):
+    """Transpose pairs start..stop into a (length × lanes) batch, align it, write out[start:stop]."""
+    s1T, s2T, l1, l2 = _transpose_pairs(seqs1, lens1, seqs2, lens2, start, stop, lanes)
     res = np.empty(lanes, np.int32)
     _batch_kernel(s1T, s2T, l1, l2, mt, mm, go, ge, res)
     for p in range(start, stop):
@@ -393,9 +408,10 @@ def _gather(raw, offsets, order, start, stop, lanes, lut, T, lens):
 
 
 @njit(cache=True)
-def _ragged_batch(raw1, off1, raw2, off2, order, lut, mt, mm, go, ge, start, stop, lanes, out):
-    """One batch of ``_align_ragged``: gather + transpose + align; -1 or the bad letter's
-    position (as ``-2 - index`` into raw1, or ``-2 - index - raw1.size`` into raw2)."""
+def _gather_pairs(raw1, off1, raw2, off2, order, lut, start, stop, lanes):
+    """Pairs order[start:stop] of two ragged batches of letters → (s1T, s2T, l1, l2, err):
+    transposed codes as ``_gather`` makes them; err -1, or the first bad letter's position
+    as ``-2 - index`` into raw1 or ``-2 - index - raw1.size`` into raw2."""
     L1 = 1
     L2 = 1
     for k in range(start, stop):
@@ -406,12 +422,24 @@ def _ragged_batch(raw1, off1, raw2, off2, order, lut, mt, mm, go, ge, start, sto
     s2T = np.empty((L2, lanes), np.uint8)
     l1 = np.empty(lanes, np.int64)
     l2 = np.empty(lanes, np.int64)
+    err = -1
     bad = _gather(raw1, off1, order, start, stop, lanes, lut, s1T, l1)
     if bad >= 0:
-        return -2 - bad
-    bad = _gather(raw2, off2, order, start, stop, lanes, lut, s2T, l2)
-    if bad >= 0:
-        return -2 - bad - raw1.size
+        err = -2 - bad
+    else:
+        bad = _gather(raw2, off2, order, start, stop, lanes, lut, s2T, l2)
+        if bad >= 0:
+            err = -2 - bad - raw1.size
+    return s1T, s2T, l1, l2, err
+
+
+@njit(cache=True)
+def _ragged_batch(raw1, off1, raw2, off2, order, lut, mt, mm, go, ge, start, stop, lanes, out):
+    """One batch of ``_align_ragged``: gather + transpose + align; -1 or the bad letter's
+    position (as ``-2 - index`` into raw1, or ``-2 - index - raw1.size`` into raw2)."""
+    s1T, s2T, l1, l2, err = _gather_pairs(raw1, off1, raw2, off2, order, lut, start, stop, lanes)
+    if err != -1:
+        return err
     res = np.empty(lanes, np.int32)
     _batch_kernel(s1T, s2T, l1, l2, mt, mm, go, ge, res)
     for k in range(start, stop):

@@ -31,6 +31,9 @@ def _all_kernels(inp):
     out = {m: A.align(s1, s2, inp.scoring, method=m) for m in ("auto", "transposed", "scalar")}
     out["lanes=32, all threads"] = A.align(s1, s2, inp.scoring, lanes=32, threads=numba.config.NUMBA_NUM_THREADS)
     out["lanes=128"] = A.align(s1, s2, inp.scoring, lanes=128, threads=1)
+    out["align_shifted"] = A.align_shifted(inp.seqs1, inp.lens1, inp.seqs2, inp.lens2, inp.scoring)
+    out["align_shifted_serial"] = A.align_shifted_serial(inp.seqs1, inp.lens1, inp.seqs2, inp.lens2,
+                                                         inp.scoring)
     if inp.equal_lengths:
         s1T, s2T = A.transpose_batch(inp.seqs1), A.transpose_batch(inp.seqs2)
         out["align_scalar"] = A.align_scalar(inp.seqs1, inp.seqs2, inp.scoring)
@@ -128,6 +131,25 @@ def test_overflow_guard_widens_or_raises():
     same = ["ACGT" * 50] * 3                                     # 200 * 200 > int16 range
     assert not A.fits_int16(200, 200, A.Scoring(match=200))
     assert list(A.align(same, same, A.Scoring(match=200))) == [40000] * 3
+
+
+def test_shifted_guard_falls_back_to_the_unshifted_int16_kernel():
+    from labkit.alignment import fast
+
+    assert A.fits_shifted(1000, 1000, SC) and A.fits_shifted(4000, 200, SC)
+    # shifted values grow by |gap_extend| per row and column: 4500 × 4500 fits int16 only unshifted
+    assert A.fits_int16(4500, 4500) and not A.fits_shifted(4500, 4500, SC)
+    assert not A.fits_shifted(200, 200, A.Scoring(gap_extend=-80))
+    inp = _inputs(2, 4500, seed=9)
+    s1, s2 = inp.strings()
+    got = A.align([s1[0], s1[1]], [s1[0], s2[1]], threads=1)
+    assert got[0] == 6 * 4500
+    assert got[1] == A._gotoh_scan(inp.seqs1[1], inp.seqs2[1], 6, -4, -11, -1)
+    # at the edge of the bound the shifted kernel is still exact (identical sequences: the top)
+    L = max(n for n in range(3000, 4200, 7) if A.fits_shifted(n, n, SC))
+    same = A.make_inputs({"pairs": 3, "length": L}, seed=1).seqs1
+    lens = np.full(3, L, np.int64)
+    assert list(fast.align_shifted_serial(same, lens, same, lens, SC)) == [6 * L] * 3
 
 
 # ------------------------------------------------------------------ bad input
