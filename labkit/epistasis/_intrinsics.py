@@ -1,5 +1,6 @@
 """LLVM intrinsics of lab 04: scalar ``ctpop``, fused ``<8 x i64>`` AND + ctpop, the lane counters
-of the depth-first search, the vector MI gather, Muła's AVX2 ``pshufb`` lookup.
+of the depth-first search, the vectorised MI gathers and χ² bound, the counts' subtraction,
+Muła's AVX2 ``pshufb`` lookup.
 
 Used by the @njit kernels in ``kernels.py`` and ``dfs.py``; imports only llvmlite/numba.
 """
@@ -232,34 +233,6 @@ def _splat(b, x, vty):
     v = b.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
     return b.shuffle_vector(v, ir.Constant(vty, ir.Undefined),
                             ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
-
-
-@intrinsic
-def _mi_lanes(typingctx, counts, o1, o0, cstride, p1, p0, nlogn, acc):
-    sig = types.void(counts, o1, o0, cstride, p1, p0, nlogn, acc)
-    def codegen(context, builder, sg, args):
-        C = context.make_array(sg.args[0])(context, builder, args[0])
-        L = context.make_array(sg.args[6])(context, builder, args[6])
-        A = context.make_array(sg.args[7])(context, builder, args[7])
-        c = lambda k: context.cast(builder, args[k], sg.args[k], types.int64)
-        o1_, o0_, cs, p1_, p0_ = c(1), c(2), c(3), c(4), c(5)
-        a1 = _vload(builder, C.data, o1_, _V8); e1 = _vload(builder, C.data, builder.add(o1_, cs), _V8)
-        a0 = _vload(builder, C.data, o0_, _V8); e0 = _vload(builder, C.data, builder.add(o0_, cs), _V8)
-        z1 = builder.sub(builder.sub(_splat(builder, p1_, _V8), a1), e1)
-        z0 = builder.sub(builder.sub(_splat(builder, p0_, _V8), a0), e0)
-        base = _splat(builder, builder.ptrtoint(L.data, _I64), _V8)
-        PV = ir.VectorType(_F64.as_pointer(), 8)
-        gfn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VF, [PV, ir.IntType(32), ir.VectorType(ir.IntType(1), 8), _VF]), "llvm.masked.gather.v8f64.v8p0")
-        allm = ir.Constant(ir.VectorType(ir.IntType(1), 8), [1]*8)
-        def g(ix):
-            addr = builder.add(base, builder.shl(ix, ir.Constant(_V8, [3]*8)))
-            return builder.call(gfn, [builder.inttoptr(addr, PV), ir.Constant(ir.IntType(32), 8), allm, ir.Constant(_VF, None)])
-        joint = builder.fadd(builder.fadd(builder.fadd(g(a1), g(e1)), builder.fadd(g(z1), g(a0))), builder.fadd(g(e0), g(z0)))
-        marg = builder.fadd(builder.fadd(g(builder.add(a1, a0)), g(builder.add(e1, e0))), g(builder.add(z1, z0)))
-        pa = builder.bitcast(A.data, _VF.as_pointer())
-        builder.store(builder.fadd(builder.load(pa, align=8), builder.fsub(joint, marg)), pa, align=8)
-        return context.get_dummy_value()
-    return sig, codegen
 
 
 def _row_cells(builder, C, P, r, b1, b0, cs, off):
