@@ -305,20 +305,39 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
 
 
 def _letters(seqs):
-    """(raw latin-1 bytes as uint8, int64 offsets) of a list/tuple of str, or None (not all str,
-    empty list, an empty sequence: the general path handles and reports those)."""
+    """(raw letters as uint8, int64 spans: sequence p = raw[spans[p, 0]:][:spans[p, 1]]) of a
+    list/tuple of str, or None (not all str, empty list, an empty sequence, a letter beyond
+    ASCII: the general path handles and reports those)."""
     if not isinstance(seqs, (list, tuple)) or not seqs:
         return None
+    n = len(seqs)
+    first = seqs[0]
     for s in seqs:
         if type(s) is not str:
             return None
-    lens = np.fromiter(map(len, seqs), np.int64, count=len(seqs))
+    spans = np.empty((n, 2), np.int64)
+    if seqs.count(first) == n:                        # one query against many targets
+        if not first:
+            return None
+        spans[:, 0] = 0
+        spans[:, 1] = len(first)
+        return np.frombuffer(first.encode("latin-1", errors="replace"), np.uint8), spans
+    lens = np.fromiter(map(len, seqs), np.int64, count=n)
     if lens.min() == 0:
         return None
-    raw = np.frombuffer("".join(seqs).encode("latin-1", errors="replace"), np.uint8)
-    off = np.zeros(lens.size + 1, np.int64)
-    np.cumsum(lens, out=off[1:])
-    return raw, off, lens
+    spans[:, 1] = lens
+    top = int(lens.max())
+    if top * n <= 2 * int(lens.sum()):                # little padding: one C-level pass to rows
+        try:
+            raw = np.array(seqs, dtype=f"S{top}").view(np.uint8)
+        except UnicodeEncodeError:
+            return None
+        spans[:, 0] = np.arange(0, n * top, top)
+    else:
+        raw = np.frombuffer("".join(seqs).encode("latin-1", errors="replace"), np.uint8)
+        spans[0, 0] = 0
+        np.cumsum(lens[:-1], out=spans[1:, 0])
+    return raw, spans
 
 
 def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
@@ -327,9 +346,10 @@ def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
     two non-empty lists of str of the same size, a letter is outside the alphabet, or int16
     could overflow (the general path then validates, reports or widens)."""
     a, b = _letters(seqs1), _letters(seqs2)
-    if a is None or b is None or a[2].size != b[2].size:
+    if a is None or b is None or a[1].shape[0] != b[1].shape[0]:
         return None
-    (raw1, off1, l1), (raw2, off2, l2) = a, b
+    (raw1, sp1), (raw2, sp2) = a, b
+    l1, l2 = sp1[:, 1], sp2[:, 1]
     if not fits_int16(int(l1.max()), int(l2.max()), sc):
         return None
     n = l1.size
@@ -341,10 +361,10 @@ def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
         many = numba.get_num_threads() > 1
         if fits_shifted(int(l1.max()), int(l2.max()), sc):
             kernel = _align_letters_parallel if many and n > TILE else _align_letters_serial
-            bad = kernel(raw1, off1, raw2, off2, order, _LOOKUP, sc, out)
+            bad = kernel(raw1, sp1, raw2, sp2, order, _LOOKUP, sc, out)
         else:
             kernel = _align_ragged_parallel if many and n > width else _align_ragged_serial
-            bad = kernel(raw1, off1, raw2, off2, order, _LOOKUP, sc, width, out)
+            bad = kernel(raw1, sp1, raw2, sp2, order, _LOOKUP, sc, width, out)
     return out if bad == -1 else None
 
 

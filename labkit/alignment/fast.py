@@ -175,10 +175,10 @@ def align_shifted_serial(seqs1, lens1, seqs2, lens2, scoring):
 
 # ---------------------------------------------------------------------------- letters in
 @njit(cache=True)
-def _letters_tile(raw1, off1, raw2, off2, order, lut, scoring, start, stop, out):
+def _letters_tile(raw1, sp1, raw2, sp2, order, lut, scoring, start, stop, out):
     """Pairs order[start:stop] as raw letters → codes, transposed, aligned → out; -1 or the bad
     letter's position as in ``kernels._ragged_batch``."""
-    s1T, s2T, l1, l2, err = _gather_pairs(raw1, off1, raw2, off2, order, lut, start, stop, TILE)
+    s1T, s2T, l1, l2, err = _gather_pairs(raw1, sp1, raw2, sp2, order, lut, start, stop, TILE)
     if err != -1:
         return err
     res = np.empty(TILE, np.int32)
@@ -190,11 +190,11 @@ def _letters_tile(raw1, off1, raw2, off2, order, lut, scoring, start, stop, out)
 
 
 @njit(cache=True)
-def _align_letters_serial(raw1, off1, raw2, off2, order, lut, scoring, out):
+def _align_letters_serial(raw1, sp1, raw2, sp2, order, lut, scoring, out):
     """Letters in, scores out, one thread, tile by tile; -1 or the first bad letter's position."""
     n = order.size
     for t in range((n + TILE - 1) // TILE):
-        r = _letters_tile(raw1, off1, raw2, off2, order, lut, scoring, t * TILE,
+        r = _letters_tile(raw1, sp1, raw2, sp2, order, lut, scoring, t * TILE,
                           min(t * TILE + TILE, n), out)
         if r != -1:
             return r
@@ -202,13 +202,13 @@ def _align_letters_serial(raw1, off1, raw2, off2, order, lut, scoring, out):
 
 
 @njit(cache=True, parallel=True)
-def _align_letters_parallel(raw1, off1, raw2, off2, order, lut, scoring, out):
+def _align_letters_parallel(raw1, sp1, raw2, sp2, order, lut, scoring, out):
     """``_align_letters_serial`` with threads over tiles."""
     n = order.size
     nt = (n + TILE - 1) // TILE
     errs = np.full(nt, -1, np.int64)
     for t in prange(nt):
-        errs[t] = _letters_tile(raw1, off1, raw2, off2, order, lut, scoring, t * TILE,
+        errs[t] = _letters_tile(raw1, sp1, raw2, sp2, order, lut, scoring, t * TILE,
                                 min(t * TILE + TILE, n), out)
     for t in range(nt):
         if errs[t] != -1:

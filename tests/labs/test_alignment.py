@@ -360,6 +360,25 @@ def test_str_path_fused_matches_codes_and_reports_like_before():
     with pytest.raises(ValueError, match=r"seqs2\[1\]: unknown letter 'é' at position 2"):
         A.align(["ACG", "ACG"], ["ACG", "ACé"])
     assert A._align_letters(["ACG"], [np.array([0, 1])], SC, 32, 1, "auto") is None
+    assert A._align_letters(["ACG", np.array([0, 1])], ["A", "C"], SC, 32, 1, "auto") is None
+
+
+def test_str_path_query_and_padding_layouts():
+    # one query against many targets (the letters are read once), and a ragged list whose
+    # longest sequence would make padded rows wasteful (the concatenated layout)
+    inp = _inputs(70, 90, 60, vary=True, seed=22)
+    s1, s2 = inp.strings()
+    q = A.Inputs(np.repeat(inp.seqs1[:1], 70, 0), inp.seqs2, np.repeat(inp.lens1[:1], 70),
+                 inp.lens2, SC)
+    A.validate(A.align([s1[0]] * 70, s2, threads=1), A.reference(q))
+    raw, spans = A._letters([s1[0]] * 70)
+    assert raw.size == len(s1[0]) and (spans[:, 0] == 0).all()
+    longest = ["ACGT" * 100] + s1[1:]
+    raw, spans = A._letters(longest)
+    assert raw.size == sum(map(len, longest))                      # no padding
+    got = A.align(longest, s2, threads=1)
+    assert got[0] == A._gotoh_scan(A.encode(longest[0]), inp.seqs2[0, :inp.lens2[0]], 6, -4, -11, -1)
+    A.validate(got[1:], A.reference(inp)[1:])
 
 
 def test_transpose_ragged():
