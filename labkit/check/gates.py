@@ -300,6 +300,9 @@ def record_order(fn: Callable, args, target: str, *, arg: int, nargs: int) -> li
     import numba
 
     f = unwrap(fn)
+    from .proxy import is_proxy
+    if is_proxy(f):         # plain Python runs in a child process: its calls are not seen here
+        require_njit(f, "technique missing")
     mod, _, attr = target.partition(":")
     real = getattr(importlib.import_module(mod), attr)
     py = getattr(f, "py_func", f)

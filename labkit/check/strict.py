@@ -9,7 +9,8 @@ what evaluates without calling student code:
   ``vectorize``, ``guvectorize``, ``stencil``, ``labkit.jit.njit``; not ``cfunc``, compiled
   outside the dispatcher's checks) called with literal arguments or numba types, whose default values are literals or names, with annotations stripped;
 * assignments of literals, names, attribute chains and calls of those same decorators (or of
-  numba types and numpy's constructors) on literals and names.
+  numba types, numpy's scalar types and ``np.dtype``) on literals and names — not arrays
+  (``np.array(...)`` is dropped, as before: define tables inside the function).
 
 Class bodies, other decorators, lambdas and every other statement are dropped and named in the
 check's message. The expressions are evaluated here by a small interpreter (:func:`_eval`),
@@ -51,9 +52,7 @@ def _allowed_callables() -> dict[int, str]:
 
     import numpy as np
     out[id(functools.partial)] = "partial"
-    for name in ("array", "asarray", "arange", "zeros", "ones", "full", "empty", "linspace",
-                 "dtype", "iinfo", "finfo"):
-        out[id(getattr(np, name))] = f"numpy.{name}"
+    out[id(np.dtype)] = "numpy.dtype"      # arrays are not constants (as before: a NameError)
     try:
         import numba
         for name in ("njit", "jit", "vectorize", "guvectorize", "stencil"):   # not cfunc

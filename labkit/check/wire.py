@@ -89,8 +89,9 @@ def encode(v, depth: int = 0):
     if isinstance(v, np.ndarray):
         if v.dtype.hasobject:
             return ["O", "ndarray", f"an array of Python objects, shape {v.shape}"]
+        order = "C" if v.flags.c_contiguous else ("F" if v.flags.f_contiguous else "S")
         return ["A", v.dtype.str if not v.dtype.fields else v.dtype.descr.__repr__(),
-                list(v.shape), _b64(np.ascontiguousarray(v).tobytes())]
+                list(v.shape), _b64(v.tobytes(order="F" if order == "F" else "C")), order]
     if isinstance(v, np.generic):
         if v.dtype.hasobject:
             return ["O", type(v).__name__, repr(v)[:200]]
@@ -159,7 +160,15 @@ def decode(v, depth: int = 0):
             n *= s
         if n * dt.itemsize != len(raw):
             raise ValueError("array size")
-        return np.frombuffer(raw, dt).reshape(shape).copy()
+        order = rest[3] if len(rest) > 3 else "C"
+        if order == "F":                       # a transposed result stays F-ordered
+            return np.frombuffer(raw, dt).reshape(shape, order="F").copy(order="F")
+        a = np.frombuffer(raw, dt).reshape(shape).copy()
+        if order == "S" and a.ndim and shape[-1] > 1:    # a strided view stays one
+            big = np.empty(shape[:-1] + (2 * shape[-1],), dt)
+            big[..., ::2] = a
+            return big[..., ::2]
+        return a
     if tag == "S":
         dt = _dtype(rest[0])
         raw = base64.b64decode(rest[1])
