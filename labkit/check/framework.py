@@ -6,7 +6,8 @@ importlib — this package never imports a lab statically). Where the body runs 
 :meth:`Exercise.__call__`: exercises of registry labs run in the trusted worker
 (:mod:`labkit.check.runner`); others (a test's fake exercise, ``--exercise-module``) run here.
 In both places the body receives the student's function wrapped in a
-:class:`labkit.check.guard.Guard` (delegation tracing, tamper detection).
+:class:`labkit.check.guard.Guard` (delegation tracing, tamper detection); in the worker that
+function is a numba dispatcher or, for plain Python, a :class:`labkit.check.proxy.Proxy`.
 """
 from __future__ import annotations
 

@@ -11,6 +11,11 @@
   verified after each call (the first 64, then every 16th, and at the check's end), with the
   thread, trace and import-hook state. A change ends the check
   with ``error`` (0 points); the worker that saw it is then replaced.
+
+In the trusted worker the guarded function is a numba dispatcher or a
+:class:`~labkit.check.proxy.Proxy` (plain Python, run in a child process); the child wraps the
+real function in its own Guard, so run-time delegation and tampering there are reported to the
+worker as data (they can only fail the check).
 """
 from __future__ import annotations
 
