@@ -170,34 +170,58 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         b1 = R * 2 * cstride
         for v in range(nvec):
             o = 8 * v
+            jlo = max(k_lo - kb - o, 0)
+            jhi = min(ke - kb - o, 8)
             w = state[0]
-            if tq[w] >= 0:       # top list full: skip 8 candidates whose χ² bound is below it
+            if tq[w] >= 0:       # top list full: the MI only of candidates whose χ² bound reaches it
                 _chi_rows(counts, b1, b0, cstride, o, pc, R, fN, fN1, acc)
                 # a candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11; the bound is
                 # loosened for vrcp14pd (< 2**-14) and rounding
                 lim = ((tq[w] - 1) * 1e-11 - 1e-12) / ub_scale
-                hit = False
-                for j in range(max(k_lo - kb - o, 0), min(ke - kb - o, 8)):
-                    hit |= acc[j] >= lim
-                if not hit:
-                    continue
+                for j in range(jlo, jhi):
+                    if acc[j] >= lim:
+                        mi = hy + _mi_one(counts, b1, b0, cstride, o + j, pc, R, nlogn) * inv_n
+                        _offer(mi, kb + o + j, idx, order, tq, tm, ti, state)
+                continue
             _nlogn_rows(counts, b1, b0, cstride, o, pc, R, nlogn, 0.0, acc)
-            for j in range(8):
-                k = kb + 8 * v + j
-                if k < k_lo or k >= ke:
-                    continue
-                mi = hy + acc[j] * inv_n
-                q = np.int64(np.floor(mi * 1e11 + 0.5))
-                w = state[0]
-                if q < tq[w]:
-                    continue
-                if _better(q, idx, k, order, tq, ti, w):
-                    tq[w] = q
-                    tm[w] = mi
-                    for t in range(order - 1):
-                        ti[w, t] = idx[t]
-                    ti[w, order - 1] = k
-                    state[0] = _worst(tq, ti, order)
+            for j in range(jlo, jhi):
+                _offer(hy + acc[j] * inv_n, kb + o + j, idx, order, tq, tm, ti, state)
+
+
+@njit(cache=True)
+def _mi_one(counts, b1, b0, cstride, oj, pc, R, nlogn):
+    """Σ_cells T[a] + T[b] − T[a + b] of the one candidate at lane offset ``oj`` (scalar: the
+    few candidates that pass the χ² bound)."""
+    s = 0.0
+    for r in range(R):
+        x1 = b1 + 2 * r * cstride + oj
+        x0 = b0 + 2 * r * cstride + oj
+        a1 = counts[x1]
+        e1 = counts[x1 + cstride]
+        a0 = counts[x0]
+        e0 = counts[x0 + cstride]
+        z1 = pc[r, 1] - a1 - e1
+        z0 = pc[r, 0] - a0 - e0
+        s += (nlogn[a1] + nlogn[a0] - nlogn[a1 + a0]) + (nlogn[e1] + nlogn[e0] - nlogn[e1 + e0]) \
+            + (nlogn[z1] + nlogn[z0] - nlogn[z1 + z0])
+    return s
+
+
+@njit(cache=True, inline="always")
+def _offer(mi, k, idx, order, tq, tm, ti, state):
+    """Put candidate (idx[:order−1], k) with MI ``mi`` into the top list if it ranks above the
+    worst entry (``state[0]``)."""
+    q = np.int64(np.floor(mi * 1e11 + 0.5))
+    w = state[0]
+    if q < tq[w]:
+        return
+    if _better(q, idx, k, order, tq, ti, w):
+        tq[w] = q
+        tm[w] = mi
+        for t in range(order - 1):
+            ti[w, t] = idx[t]
+        ti[w, order - 1] = k
+        state[0] = _worst(tq, ti, order)
 
 
 @njit(cache=True)
