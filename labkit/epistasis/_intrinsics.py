@@ -144,39 +144,22 @@ def _sub2_v8(typingctx, dst, o, o0, o1, par, op, n8):
     return sig, codegen
 
 
-@intrinsic
-def _zero_v8(typingctx, dst, o, n8):
-    """dst[o : o + 8*n8] = 0 with <8 x i64> stores."""
-    if not (isinstance(dst, types.Array) and _int_args_ok(o, n8)):
-        return None
-    sig = types.void(dst, o, n8)
-
-    def codegen(context, builder, signature, args):
-        D = context.make_array(signature.args[0])(context, builder, args[0])
-        c = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa: E731
-        pd = builder.gep(D.data, [c(1)])
-        with cgutils.for_range(builder, c(2)) as loop:
-            i = builder.mul(loop.index, ir.Constant(_I64, 8))
-            builder.store(ir.Constant(_V8, None),
-                          builder.bitcast(builder.gep(pd, [i]), _V8.as_pointer()), align=8)
-        return context.get_dummy_value()
-    return sig, codegen
-
-
 def _make_lane_counter(G):
     """Intrinsic counting G prefix rows against 8 SNPs at once (one SNP per vector lane).
 
     For words i < nw: s_g = bitsL[s_off + g*gstride + 8*i : +8] (8 SNPs' word i of genotype row g),
     p_r = splat(tab[toff + r*W + i]); acc[r, g] += ctpop(p_r & s_g). No horizontal reduction:
-    lane j of acc[r, g] is the count of SNP j. acc[r, g] is added to counts[coff + (2r+g)*cstride].
+    lane j of acc[r, g] is the count of SNP j. acc[r, g] is added to counts[coff + (2r+g)*cstride]
+    (stored there when ``first`` is non-zero: the first segment of a class, so no zeroing).
     """
     @intrinsic
-    def lane_counter(typingctx, tab, toff, W, bitsL, s_off, gstride, nw, counts, coff, cstride):
+    def lane_counter(typingctx, tab, toff, W, bitsL, s_off, gstride, nw, counts, coff, cstride,
+                     first):
         if not (isinstance(tab, types.Array) and isinstance(bitsL, types.Array)
                 and isinstance(counts, types.Array)
-                and _int_args_ok(toff, W, s_off, gstride, nw, coff, cstride)):
+                and _int_args_ok(toff, W, s_off, gstride, nw, coff, cstride, first)):
             return None
-        sig = types.void(tab, toff, W, bitsL, s_off, gstride, nw, counts, coff, cstride)
+        sig = types.void(tab, toff, W, bitsL, s_off, gstride, nw, counts, coff, cstride, first)
 
         def codegen(context, builder, signature, args):
             T = context.make_array(signature.args[0])(context, builder, args[0])
@@ -208,11 +191,16 @@ def _make_lane_counter(G):
                         builder.store(builder.add(builder.load(a),
                                                   builder.call(ctpop, [builder.and_(p, s)])), a)
             pc = builder.gep(C.data, [coff_])
+            store = builder.icmp_signed("!=", c(10), ir.Constant(_I64, 0))
             for j in range(2 * G):
                 off = builder.mul(ir.Constant(_I64, j), cstr)
                 ptr = builder.bitcast(builder.gep(pc, [off]), _V8.as_pointer())
-                builder.store(builder.add(builder.load(ptr, align=8),
-                                          builder.load(accs[j])), ptr, align=8)
+                with builder.if_else(store) as (then, otherwise):
+                    with then:
+                        builder.store(builder.load(accs[j]), ptr, align=8)
+                    with otherwise:
+                        builder.store(builder.add(builder.load(ptr, align=8),
+                                                  builder.load(accs[j])), ptr, align=8)
             return context.get_dummy_value()
         return sig, codegen
     return lane_counter

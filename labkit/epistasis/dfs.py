@@ -17,7 +17,7 @@ from labkit._common import use_threads
 from labkit.jit import njit
 
 from ._intrinsics import (_chi_rows, _lanes1, _lanes3, _lanes4, _lanes6, _lanes9, _nlogn_rows,
-                          _popcount_v8, _sub2_v8, _zero_v8)
+                          _popcount_v8, _sub2_v8)
 
 @njit(cache=True, inline="always")
 def _better(q, idx, k, order, tq, ti, pos):
@@ -72,7 +72,7 @@ def _build_level(tables, pcs, lvl_off, d, bits, W, case_words, j, split=False):
 
 @njit(cache=True)
 def _count_rows(tables, toff, R, G, k_first, k_hi, lanes, W, segs, counts, RL, cstride, kofs):
-    """counts[((c·RL + r)·2 + g)·cstride + kofs + k − k_first] += Σ popcount(table row r & row g of SNP
+    """counts[((c·RL + r)·2 + g)·cstride + kofs + k − k_first] = Σ popcount(table row r & row g of SNP
     k) over class c's words, for k in [k_first, k_hi) (k_first a multiple of 8), 8 SNPs per
     vector; rows r < R (≤ RL, the rows of the counts' layout) in groups of G (G divides R)."""
     S = segs.shape[0]
@@ -81,6 +81,7 @@ def _count_rows(tables, toff, R, G, k_first, k_hi, lanes, W, segs, counts, RL, c
         lo = segs[s, 0]
         nw = segs[s, 1] - lo
         c = segs[s, 2]
+        first = 1 if s == 0 or segs[s - 1, 2] != c else 0     # store, later segments add
         for v in range(nvec):
             kblk = k_first // 8 + v
             s_off = (kblk * 2 * W + lo) * 8
@@ -88,15 +89,15 @@ def _count_rows(tables, toff, R, G, k_first, k_hi, lanes, W, segs, counts, RL, c
                 coff = (c * RL + rg) * 2 * cstride + kofs + 8 * v
                 t0 = toff + rg * W + lo
                 if G == 9:
-                    _lanes9(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                    _lanes9(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride, first)
                 elif G == 6:
-                    _lanes6(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                    _lanes6(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride, first)
                 elif G == 4:
-                    _lanes4(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                    _lanes4(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride, first)
                 elif G == 3:
-                    _lanes3(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                    _lanes3(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride, first)
                 else:
-                    _lanes1(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride)
+                    _lanes1(tables, t0, W, lanes, s_off, W * 8, nw, counts, coff, cstride, first)
 
 
 def _group(R):
@@ -142,7 +143,6 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         ke = min(kb + batch, k_hi)
         nvec = (ke - kb + 7) // 8
         cstride = 8 * nvec
-        _zero_v8(counts, 0, 4 * R * nvec)
         # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
         _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
         if pair:                 # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g')
