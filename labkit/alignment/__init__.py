@@ -360,8 +360,8 @@ def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
     with use_threads(threads):
         many = numba.get_num_threads() > 1
         if fits_shifted(int(l1.max()), int(l2.max()), sc):
-            kernel = _align_letters_parallel if many and n > TILE else _align_letters_serial
-            bad = kernel(raw1, sp1, raw2, sp2, order, _LOOKUP, sc, out)
+            kernel = _align_spans_parallel if many and n > TILE else _align_spans_serial
+            bad = -1 if not kernel(raw1, sp1, raw2, sp2, order, True, sc, out) else 0
         else:
             kernel = _align_ragged_parallel if many and n > width else _align_ragged_serial
             bad = kernel(raw1, sp1, raw2, sp2, order, _LOOKUP, sc, width, out)
@@ -373,7 +373,7 @@ from .kernels import (_align_ragged_parallel, _align_ragged_serial,  # noqa: E40
                       _align_scalar_lens, _scalar_pair, align_batched, align_batched_serial,
                       align_scalar, align_transposed, align_transposed_promoted, transpose_batch,
                       transpose_ragged)
-from .fast import (TILE, _align_letters_parallel, _align_letters_serial,  # noqa: E402
+from .fast import (TILE, _align_spans_parallel, _align_spans_serial,  # noqa: E402
                    align_shifted, align_shifted_serial, fits_shifted)
 
 #: Names that live in submodules importing this package (imported on first use, so that

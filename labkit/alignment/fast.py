@@ -28,7 +28,8 @@ from numba import prange
 
 from labkit.jit import WidePipeline, njit
 
-from .kernels import _ends, _gather_pairs, _transpose_pairs
+from .kernels import _ends
+from .scoring import ALPHABET
 
 __all__ = ["TILE", "fits_shifted", "align_shifted", "align_shifted_serial"]
 
@@ -141,76 +142,176 @@ def _tile(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
                     out[k] = np.int32(H[lens1[k], k]) + np.int32(lens1[k] + j) * np.int32(ge)
 
 
-@njit(cache=True)
-def _pairs_tile(seqs1, lens1, seqs2, lens2, scoring, start, stop, out):
-    """Pairs start..stop (≤ TILE) of padded codes → one tile → out[start:stop]."""
-    s1T, s2T, l1, l2 = _transpose_pairs(seqs1, lens1, seqs2, lens2, start, stop, TILE)
-    res = np.empty(TILE, np.int32)
-    _tile(s1T, s2T, l1, l2, scoring.match, scoring.mismatch, scoring.gap_open,
-          scoring.gap_extend, res)
-    for p in range(start, stop):
-        out[p] = res[p - start]
+# ---------------------------------------------------------------------------- tiles
+_M1 = np.uint64(0x00FF00FF00FF00FF)
+_M2 = np.uint64(0x0000FFFF0000FFFF)
+_M4 = np.uint64(0x00000000FFFFFFFF)
+_NSYM = len(ALPHABET)
+_SYMBOLS = np.array([ord(c) | 0x20 for c in ALPHABET], np.uint8)   # lower case
 
 
-@njit(cache=True, parallel=True)
-def align_shifted(seqs1, lens1, seqs2, lens2, scoring):
-    """The fast kernel on padded codes (pairs × length uint8, lengths ≥ 1): tiles of ``TILE``
-    pairs, threads over tiles. Assumes validated input within ``fits_shifted``."""
-    n = seqs1.shape[0]
-    out = np.empty(n, np.int32)
-    for t in prange((n + TILE - 1) // TILE):
-        _pairs_tile(seqs1, lens1, seqs2, lens2, scoring, t * TILE, min(t * TILE + TILE, n), out)
-    return out
+@njit(cache=True, inline="always")
+def _swap(a, b, mask, shift):
+    """Exchange the bytes of a and b that an 8 × 8 byte transpose swaps at this distance."""
+    t = ((a >> shift) ^ b) & mask
+    return a ^ (t << shift), b ^ t
 
 
 @njit(cache=True)
-def align_shifted_serial(seqs1, lens1, seqs2, lens2, scoring):
-    """``align_shifted`` on the calling thread only."""
-    n = seqs1.shape[0]
-    out = np.empty(n, np.int32)
-    for t in range((n + TILE - 1) // TILE):
-        _pairs_tile(seqs1, lens1, seqs2, lens2, scoring, t * TILE, min(t * TILE + TILE, n), out)
-    return out
+def _transpose8(rv, starts, fold, Tv, kb, nblocks):
+    """Eight sequences (uint64 word offsets ``starts`` into ``rv``) → columns 8·kb … 8·kb + 7
+    of the tile ``Tv`` (its rows as uint64): each 8 × 8 block of bytes transposed in registers
+    by three rounds of masked swaps (8, 16, 32 bits), eight words in, eight words out; every
+    byte OR ``fold``."""
+    s0, s1, s2, s3 = starts[0], starts[1], starts[2], starts[3]
+    s4, s5, s6, s7 = starts[4], starts[5], starts[6], starts[7]
+    sh8, sh16, sh32 = np.uint64(8), np.uint64(16), np.uint64(32)
+    for ib in range(nblocks):
+        x0, x1 = _swap(rv[s0 + ib] | fold, rv[s1 + ib] | fold, _M1, sh8)
+        x2, x3 = _swap(rv[s2 + ib] | fold, rv[s3 + ib] | fold, _M1, sh8)
+        x4, x5 = _swap(rv[s4 + ib] | fold, rv[s5 + ib] | fold, _M1, sh8)
+        x6, x7 = _swap(rv[s6 + ib] | fold, rv[s7 + ib] | fold, _M1, sh8)
+        x0, x2 = _swap(x0, x2, _M2, sh16)
+        x1, x3 = _swap(x1, x3, _M2, sh16)
+        x4, x6 = _swap(x4, x6, _M2, sh16)
+        x5, x7 = _swap(x5, x7, _M2, sh16)
+        x0, x4 = _swap(x0, x4, _M4, sh32)
+        x1, x5 = _swap(x1, x5, _M4, sh32)
+        x2, x6 = _swap(x2, x6, _M4, sh32)
+        x3, x7 = _swap(x3, x7, _M4, sh32)
+        r = 8 * ib
+        Tv[r, kb] = x0
+        Tv[r + 1, kb] = x1
+        Tv[r + 2, kb] = x2
+        Tv[r + 3, kb] = x3
+        Tv[r + 4, kb] = x4
+        Tv[r + 5, kb] = x5
+        Tv[r + 6, kb] = x6
+        Tv[r + 7, kb] = x7
 
 
-# ---------------------------------------------------------------------------- letters in
 @njit(cache=True)
-def _letters_tile(raw1, sp1, raw2, sp2, order, lut, scoring, start, stop, out):
-    """Pairs order[start:stop] as raw letters → codes, transposed, aligned → out; -1 or the bad
-    letter's position as in ``kernels._ragged_batch``."""
-    s1T, s2T, l1, l2, err = _gather_pairs(raw1, sp1, raw2, sp2, order, lut, start, stop, TILE)
-    if err != -1:
-        return err
+def _misses(raw, o, m):
+    """Nonzero if raw[o:o + m] holds a byte that is no letter of the alphabet (either case)."""
+    seg = raw[o:o + m]                 # (a slice from 0: LLVM vectorises this loop 3× better)
+    acc = np.uint8(0)
+    for i in range(seg.size):
+        u = seg[i] | np.uint8(0x20)
+        miss = np.uint8(1)
+        for r in range(_NSYM):
+            miss = miss if u != _SYMBOLS[r] else np.uint8(0)
+        acc |= miss
+    return acc
+
+
+@njit(cache=True)
+def _fill(raw, spans, order, start, stop, letters, L):
+    """Pairs order[start:stop] (sequence p = raw[spans[p, 0]:][:spans[p, 1]]) → (T, lens, bad):
+    the L × TILE tile, zeros past the ends, the lane lengths (L for padding lanes), and whether
+    a letter is outside the alphabet. With ``letters`` the symbols stay letters, folded to lower
+    case (the kernel only compares them; a code would cost a lookup per letter). Full tiles of
+    equal lengths on 8-byte boundaries take the register transpose."""
+    n = stop - start
+    T = np.zeros((L, TILE), np.uint8)
+    lens = np.full(TILE, L, np.int64)
+    fast = n == TILE and L % 8 == 0 and raw.size % 8 == 0
+    bad = np.uint8(0)
+    last = -1
+    for k in range(n):
+        p = order[start + k]
+        lens[k] = spans[p, 1]
+        fast = fast and spans[p, 1] == L and spans[p, 0] % 8 == 0
+        if letters and spans[p, 0] != last:        # a query repeated in every lane: once
+            bad |= _misses(raw, spans[p, 0], spans[p, 1])
+            last = spans[p, 0]
+    fold = np.uint8(0x20) if letters else np.uint8(0)
+    if fast:
+        rv = raw.view(np.uint64)
+        Tv = T.view(np.uint64)
+        starts = np.empty(8, np.int64)
+        fold8 = np.uint64(0x0101010101010101) * np.uint64(fold)
+        for kb in range(TILE // 8):
+            for r in range(8):
+                starts[r] = spans[order[start + 8 * kb + r], 0] // 8
+            _transpose8(rv, starts, fold8, Tv, kb, L // 8)
+    else:
+        for k in range(n):
+            p = order[start + k]
+            o = spans[p, 0]
+            for i in range(spans[p, 1]):
+                T[i, k] = raw[o + i] | fold
+    return T, lens, bad != 0
+
+
+@njit(cache=True)
+def _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, start, stop, out):
+    """Pairs order[start:stop] → one tile each side → scores into out[order[...]]; True if a
+    letter is outside the alphabet (nothing written then)."""
+    L1 = 1
+    L2 = 1
+    for k in range(start, stop):
+        L1 = max(L1, sp1[order[k], 1])
+        L2 = max(L2, sp2[order[k], 1])
+    s1T, l1, bad1 = _fill(raw1, sp1, order, start, stop, letters, L1)
+    s2T, l2, bad2 = _fill(raw2, sp2, order, start, stop, letters, L2)
+    if bad1 or bad2:
+        return True
     res = np.empty(TILE, np.int32)
     _tile(s1T, s2T, l1, l2, scoring.match, scoring.mismatch, scoring.gap_open,
           scoring.gap_extend, res)
     for k in range(start, stop):
         out[order[k]] = res[k - start]
-    return -1
+    return False
 
 
 @njit(cache=True)
-def _align_letters_serial(raw1, sp1, raw2, sp2, order, lut, scoring, out):
-    """Letters in, scores out, one thread, tile by tile; -1 or the first bad letter's position."""
-    n = order.size
-    for t in range((n + TILE - 1) // TILE):
-        r = _letters_tile(raw1, sp1, raw2, sp2, order, lut, scoring, t * TILE,
-                          min(t * TILE + TILE, n), out)
-        if r != -1:
-            return r
-    return -1
+def _code_spans(seqs, lens):
+    """(flat codes, spans) of padded codes (pairs × length, C-contiguous)."""
+    n, L = seqs.shape
+    spans = np.empty((n, 2), np.int64)
+    for p in range(n):
+        spans[p, 0] = p * L
+        spans[p, 1] = lens[p]
+    return seqs.reshape(n * L), spans
 
 
 @njit(cache=True, parallel=True)
-def _align_letters_parallel(raw1, sp1, raw2, sp2, order, lut, scoring, out):
-    """``_align_letters_serial`` with threads over tiles."""
-    n = order.size
-    nt = (n + TILE - 1) // TILE
-    errs = np.full(nt, -1, np.int64)
+def _align_spans_parallel(raw1, sp1, raw2, sp2, order, letters, scoring, out):
+    """Tiles of ``TILE`` pairs (in ``order``) over threads; True if a letter was bad."""
+    nt = (order.size + TILE - 1) // TILE
+    bad = np.zeros(nt, np.bool_)
     for t in prange(nt):
-        errs[t] = _letters_tile(raw1, sp1, raw2, sp2, order, lut, scoring, t * TILE,
-                                min(t * TILE + TILE, n), out)
-    for t in range(nt):
-        if errs[t] != -1:
-            return errs[t]
-    return -1
+        bad[t] = _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, t * TILE,
+                             min(t * TILE + TILE, order.size), out)
+    return bad.any()
+
+
+@njit(cache=True)
+def _align_spans_serial(raw1, sp1, raw2, sp2, order, letters, scoring, out):
+    """``_align_spans_parallel`` on the calling thread only."""
+    for t in range((order.size + TILE - 1) // TILE):
+        if _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, t * TILE,
+                       min(t * TILE + TILE, order.size), out):
+            return True
+    return False
+
+
+@njit(cache=True)
+def align_shifted_serial(seqs1, lens1, seqs2, lens2, scoring):
+    """The fast kernel on padded codes (pairs × length uint8, lengths ≥ 1), one thread: tiles of
+    ``TILE`` pairs. Assumes validated input within ``fits_shifted``."""
+    raw1, sp1 = _code_spans(seqs1, lens1)
+    raw2, sp2 = _code_spans(seqs2, lens2)
+    out = np.empty(seqs1.shape[0], np.int32)
+    _align_spans_serial(raw1, sp1, raw2, sp2, np.arange(seqs1.shape[0]), False, scoring, out)
+    return out
+
+
+@njit(cache=True)
+def align_shifted(seqs1, lens1, seqs2, lens2, scoring):
+    """``align_shifted_serial`` with threads over tiles."""
+    raw1, sp1 = _code_spans(seqs1, lens1)
+    raw2, sp2 = _code_spans(seqs2, lens2)
+    out = np.empty(seqs1.shape[0], np.int32)
+    _align_spans_parallel(raw1, sp1, raw2, sp2, np.arange(seqs1.shape[0]), False, scoring, out)
+    return out
