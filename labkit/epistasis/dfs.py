@@ -373,9 +373,12 @@ def default_block(order: int) -> int:
 
 
 def default_batch(order: int) -> int:
-    """Contingency tables per integer→MI phase so the batch of counts fits in about 1/4 of L2."""
-    _, l2 = _l1_l2()
-    return int(min(4096, max(16, (l2 // 4) // (32 * 3 ** (order - 1)))))
+    """Contingency tables per integer→MI phase so the batch of counts (4·3**(order−1) int64 per
+    table) fits in about 1/4 of L1d, beside the prefix table: the MI phase reads them back from
+    L1 (order 3 here, 400 SNPs × 2000: 18.2 M triples per CPU second with the batch in L2,
+    20.8 M with 32 tables)."""
+    l1, _ = _l1_l2()
+    return int(min(4096, max(16, (l1 // 4) // (32 * 3 ** (order - 1)) // 8 * 8)))
 
 
 def _segments(case_words: int, control_words: int, block_words: int) -> np.ndarray:
