@@ -147,7 +147,9 @@ class Proxy:
             self.child = _take()
             hello = read_frame(self.child.rfd, self.deadline, _loads=wire.loads_c2w)
             if not (isinstance(hello, dict) and hello.get("ok")):
-                raise OSError("the child did not start")
+                err = hello.get("error") if isinstance(hello, dict) else None
+                raise OSError(f"it did not start: {str(err)[:200]}" if err else
+                              "it exited while starting")
             mark_student_ran()
             env = {k: v for k, v in os.environ.items() if k.startswith("LABKIT_")
                    and k != "LABKIT_SEED"}
