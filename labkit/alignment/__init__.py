@@ -316,7 +316,7 @@ def _letters(seqs):
         if type(s) is not str:
             return None
     spans = np.empty((n, 2), np.int64)
-    if seqs.count(first) == n:                        # one query against many targets
+    if seqs[-1] == first and seqs.count(first) == n:  # one query against many targets
         if not first:
             return None
         spans[:, 0] = 0
