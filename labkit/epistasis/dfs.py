@@ -132,8 +132,10 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         n0 += pc[r, 0]
     fN = float(n1 + n0)
     fN1 = float(n1)
-    # MI ≤ χ² / N = Σ (a·N − n·N1)² / n ÷ (N1·N0·N); the factor covers vrcp14pd and rounding
-    ub_scale = (1.0 + 2.0 ** -12) / (fN1 * float(n0) * fN)
+    # MI ≤ χ²/N = (N·S − N1²) / (N1·N0) with S = Σ a²/n (_chi_rows); S is computed with
+    # vrcp14pd (< 2**-14), so the S a candidate must reach is divided by 1 + 2**-12
+    s_scale = fN1 * float(n0) / fN / (1.0 + 2.0 ** -12)
+    s_base = fN1 * fN1 / fN / (1.0 + 2.0 ** -12)
     pair = sub and pj.size > 0 and R == 9
     Rc = (4 if pair else (2 * R) // 3) if sub else R
     Rp = R // 3
@@ -174,10 +176,10 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
             jhi = min(ke - kb - o, 8)
             w = state[0]
             if tq[w] >= 0:       # top list full: the MI only of candidates whose χ² bound reaches it
-                _chi_rows(counts, b1, b0, cstride, o, pc, R, fN, fN1, acc)
-                # a candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11; the bound is
-                # loosened for vrcp14pd (< 2**-14) and rounding
-                lim = ((tq[w] - 1) * 1e-11 - 1e-12) / ub_scale
+                _chi_rows(counts, b1, b0, cstride, o, pc, R, 0.0, 0.0, acc)
+                # a candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11 (less 1e-12 for
+                # rounding)
+                lim = ((tq[w] - 1) * 1e-11 - 1e-12) * s_scale + s_base
                 for j in range(jlo, jhi):
                     if acc[j] >= lim:
                         mi = hy + _mi_one(counts, b1, b0, cstride, o + j, pc, R, nlogn) * inv_n
