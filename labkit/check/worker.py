@@ -313,8 +313,6 @@ def main() -> int:
         write_frame(wfd, {"result": d, "restart": restart})
         if restart:
             return 0
-        if px is not None:       # plain-Python checks here: the next one's child starts now
-            proxy.spare()
 
 
 if __name__ == "__main__":
