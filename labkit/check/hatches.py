@@ -47,6 +47,8 @@ def _type_hatch(t) -> str | None:
         key = getattr(t, "typing_key", None)
         if key is numba.carray or key is numba.farray:
             return "numba.carray/farray"
+        if any(key is getattr(numba, g, None) for g in ("gdb", "gdb_init", "gdb_breakpoint")):
+            return "numba.gdb"               # a debugger attached to the checker
         if isinstance(key, _Intrinsic):
             defn = getattr(key, "_defn", None)
             if (getattr(defn, "__module__", "") or "").startswith("labkit."):
