@@ -34,10 +34,11 @@ def main(argv=None) -> int:
     ns = p.parse_args(argv)
 
     from . import DEFAULT_TILE, correlated_pairs, make_inputs, n_tiles, pearson_allpairs, rank_tile_range
-    from .mpi import distributed_pcc, world
+    from labkit._mpi import cli_ranks
 
-    comm = world()
-    rank, size = comm.Get_rank(), comm.Get_size()
+    from .mpi import distributed_pcc
+
+    comm, rank, size = cli_ranks(p)
     if ns.input:
         X = np.load(ns.input)
     else:

@@ -308,6 +308,16 @@ def test_serial_comm_distributed_matches():
     assert np.array_equal(i, i2) and np.array_equal(j, j2)
 
 
+def test_serial_comm_distributed_equals_pearson_allpairs_over_several_k_blocks():
+    """distributed_pcc runs the engine exactly as pearson_allpairs does: same bits, with more
+    samples than one k-block and n not a multiple of the tile."""
+    from labkit.pcc import engine
+    from labkit.pcc.mpi import SerialComm, distributed_pcc
+    X = pcc.make_inputs({"n": 70, "l": 2 * engine.KB + 37}).X
+    assert np.array_equal(distributed_pcc(X, SerialComm(), tile=32),
+                          pcc.pearson_allpairs(X, tile=32))
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("threshold", [None, 0.5])
 def test_mpiexec_two_ranks_matches_single_process(tmp_path, threshold):
