@@ -8,7 +8,8 @@ tables, segmented evaluation) with numba. Seed: ``../shared/seeds/003_e45b70debb
 
 Files: ``__init__`` (inputs, plain-numpy reference, validation, ``encode`` / ``search``),
 ``kernels`` (popcount, combine + popcount, contingency, MI), ``dfs`` (the depth-first search
-kernel and its plan), ``_intrinsics`` (LLVM vector intrinsics), ``bench`` (``run_benchmark``,
+kernel), ``plan`` (its plan: segments, batches, tasks, MPI ranges), ``_intrinsics`` (LLVM vector
+intrinsics), ``bench`` (``run_benchmark``,
 ``TARGETS``), ``checks`` (the exercise checks and hints), ``__main__`` (``python -m
 labkit.epistasis``, also under ``mpiexec -n R``: ``search(..., comm=…)`` splits the first SNPs
 over ranks by ``rank_snp_range``).
@@ -413,10 +414,10 @@ def search(genotypes, labels, order: int = 2, top: int = 10, threads: int | None
 # ---------------------------------------------------------------------------------------------
 
 from ._intrinsics import popcount64  # noqa: E402
-from .dfs import (_as_list, _assign, _candidates, _l1_l2, _last_stage, _Plan,  # noqa: E402
-                  _run_plan, _search_kernel, _select, first_snp_work, rank_snp_range,
-                  _segments, _task_work, default_batch, default_block, search_stats,
-                  use_pair_tables)
+from .dfs import (_as_list, _candidates, _last_stage, _Plan,  # noqa: E402
+                  _run_plan, _search_kernel, _select)
+from .plan import (_assign, _l1_l2, _segments, _task_work, default_batch,  # noqa: E402
+                   default_block, first_snp_work, rank_snp_range, search_stats, use_pair_tables)
 from .kernels import (_HAS_AVX2, _MI_SCALE, _WORD_CHUNK, MAX_ORDER, MULA_KIND,  # noqa: E402
                       _mi_combinations, and_popcount, combine_popcount, combine_popcount_scalar,
                       combine_then_popcount, contingency_fused, mi_batch_branchy,

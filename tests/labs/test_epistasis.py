@@ -143,9 +143,9 @@ def test_search_order3_pair_tables_and_mi_bound(pairs, n_ind, top, monkeypatch):
     """Order 3 with and without the pair tables (the first SNP's genotype 2 derived from the pair
     of the other two), ragged individual counts, top lists small (the chi-square bound skips most
     MIs) and complete (9 SNPs: every triple kept)."""
-    from labkit.epistasis import dfs
+    from labkit.epistasis import plan
     if not pairs:
-        monkeypatch.setattr(dfs, "PAIR_TABLE_BYTES", 0)
+        monkeypatch.setattr(plan, "PAIR_TABLE_BYTES", 0)
     snps = 9 if top == 84 else 23
     inp = ep.make_inputs({"snps": snps, "individuals": n_ind}, seed=n_ind)
     assert ep._plan(ep.encode(inp.genotypes, inp.labels), 3, top, 1, None, None,
