@@ -287,7 +287,7 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
             value = aligned_empty((P, N), np.float64)
             grad = aligned_empty((P, N, 3), np.float64)
             hess = aligned_empty((P, N, 3, 3), np.float64)
-            buf = aligned_empty((numba.config.NUMBA_NUM_THREADS, 10,
+            buf = aligned_empty((numba.config.NUMBA_NUM_THREADS, 1, 10,
                                  stream_stride(chunk, coefs.dtype)), coefs.dtype)
             _batch_canonical(tc, N, idx, pref, chunk, value, grad, hess, buf)
             return value, grad, hess

@@ -266,10 +266,44 @@ def _yplane(tcoefs, m, ix, iys, ks, n, zw, yw):
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def _plane_terms(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, n):
+    # x-plane i's contribution to the 10 streams (STREAMS order) of spline n at position p
+    ix = idx[p, 0, i]
+    a, da, d2a = pref[p, 0, 0, i], pref[p, 0, 1, i], pref[p, 0, 2, i]
+    s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, n, zw, yw)
+    return (a * s00, da * s00, a * s10, a * s01, d2a * s00, da * s10, da * s01, a * s20,
+            a * s11, a * s02)
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _plane_set(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, nb, out, q, mo):
+    # x-plane i of splines u0 … u0 + nb of tile m: out[q, mo, :, :nb] overwritten with its terms
+    # (the first plane: no zeroing pass over the outputs before it)
+    for k in range(nb):
+        t = _plane_terms(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0 + numba.uint64(k))
+        out[q, mo, 0, k], out[q, mo, 1, k], out[q, mo, 2, k] = t[0], t[1], t[2]
+        out[q, mo, 3, k], out[q, mo, 4, k], out[q, mo, 5, k] = t[3], t[4], t[5]
+        out[q, mo, 6, k], out[q, mo, 7, k], out[q, mo, 8, k] = t[6], t[7], t[8]
+        out[q, mo, 9, k] = t[9]
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _plane_add(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, nb, out, q, mo):
+    # as _plane_set, adding x-plane i's terms to out[q, mo, :, :nb]
+    for k in range(nb):
+        t = _plane_terms(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0 + numba.uint64(k))
+        for s in range(10):
+            out[q, mo, s, k] += t[s]
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def _tile_vgh_blocked(tcoefs, m, idx, pref, p, out, q):
     # like _tile_vgh, register-blocked: per x-plane (4 of them) and spline n, the 16 coefficients
     # are reduced over z and y in registers, and only then added to the 10 output streams —
-    # 4 read-modify-write passes over the outputs instead of 16 (one per grid column).
+    # 4 passes over the outputs instead of 16 (one per grid column); the first plane overwrites
+    # them (no zeroing pass: 5–14 % on the seed grid, whose outputs are fresh memory per position).
+    # Spline offsets are uint64 (u0 + k): numba wraps negative signed indices, and where LLVM
+    # cannot rule them out (n0 + k in _range_canonical) the loads become gathers.
     Nb = tcoefs.shape[4]
     ks = (idx[p, 2, 0], idx[p, 2, 1], idx[p, 2, 2], idx[p, 2, 3])
     iys = (idx[p, 1, 0], idx[p, 1, 1], idx[p, 1, 2], idx[p, 1, 3])
@@ -279,24 +313,10 @@ def _tile_vgh_blocked(tcoefs, m, idx, pref, p, out, q):
     yw = (pref[p, 1, 0, 0], pref[p, 1, 0, 1], pref[p, 1, 0, 2], pref[p, 1, 0, 3],
           pref[p, 1, 1, 0], pref[p, 1, 1, 1], pref[p, 1, 1, 2], pref[p, 1, 1, 3],
           pref[p, 1, 2, 0], pref[p, 1, 2, 1], pref[p, 1, 2, 2], pref[p, 1, 2, 3])
-    for s in range(10):
-        for n in range(Nb):
-            out[q, m, s, n] = 0.0
-    for i in range(4):
-        ix = idx[p, 0, i]
-        a, da, d2a = pref[p, 0, 0, i], pref[p, 0, 1, i], pref[p, 0, 2, i]
-        for n in range(Nb):
-            s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, n, zw, yw)
-            out[q, m, 0, n] += a * s00
-            out[q, m, 1, n] += da * s00
-            out[q, m, 2, n] += a * s10
-            out[q, m, 3, n] += a * s01
-            out[q, m, 4, n] += d2a * s00
-            out[q, m, 5, n] += da * s10
-            out[q, m, 6, n] += da * s01
-            out[q, m, 7, n] += a * s20
-            out[q, m, 8, n] += a * s11
-            out[q, m, 9, n] += a * s02
+    u0 = numba.uint64(0)
+    _plane_set(tcoefs, m, idx, pref, p, 0, iys, ks, zw, yw, u0, Nb, out, q, m)
+    for i in range(1, 4):
+        _plane_add(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, Nb, out, q, m)
 
 
 @njit(cache=True, parallel=True, fastmath=True)
@@ -332,11 +352,9 @@ def vgh_soa_blocked(coefs, idx, pref, out):
 @njit(cache=True, fastmath=True, inline="always")
 def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess):
     # _tile_vgh_blocked for splines n0 … n0 + nb of tile m at position p: x-planes 0–2 summed
-    # into the scratch block buf[q] (10, nb; it stays in L1), and the last plane added on the way
-    # out, straight into the canonical arrays at splines lo … lo + nb (Hessian mirrored) — one
-    # pass fewer over the streams and no separate conversion loop. Spline offsets are uint64:
-    # numba wraps negative signed indices, and LLVM, unable to rule that out for n0 + k,
-    # turned the coefficient loads into gathers.
+    # into the scratch block buf[q, 0] (10, nb; it stays in L1), and the last plane added on the
+    # way out, straight into the canonical arrays at splines lo … lo + nb (Hessian mirrored) —
+    # one pass fewer over the streams and no separate conversion loop.
     ks = (idx[p, 2, 0], idx[p, 2, 1], idx[p, 2, 2], idx[p, 2, 3])
     iys = (idx[p, 1, 0], idx[p, 1, 1], idx[p, 1, 2], idx[p, 1, 3])
     zw = (pref[p, 2, 0, 0], pref[p, 2, 0, 1], pref[p, 2, 0, 2], pref[p, 2, 0, 3],
@@ -346,44 +364,24 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
           pref[p, 1, 1, 0], pref[p, 1, 1, 1], pref[p, 1, 1, 2], pref[p, 1, 1, 3],
           pref[p, 1, 2, 0], pref[p, 1, 2, 1], pref[p, 1, 2, 2], pref[p, 1, 2, 3])
     u0, ul = numba.uint64(n0), numba.uint64(lo)
-    # plane 0 overwrites the scratch block (no zeroing pass over it), planes 1–2 add to it
-    ix = idx[p, 0, 0]
-    a, da, d2a = pref[p, 0, 0, 0], pref[p, 0, 1, 0], pref[p, 0, 2, 0]
-    for k in range(nb):
-        s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, u0 + numba.uint64(k), zw, yw)
-        buf[q, 0, k], buf[q, 1, k], buf[q, 2, k] = a * s00, da * s00, a * s10
-        buf[q, 3, k], buf[q, 4, k], buf[q, 5, k] = a * s01, d2a * s00, da * s10
-        buf[q, 6, k], buf[q, 7, k], buf[q, 8, k], buf[q, 9, k] = da * s01, a * s20, a * s11, a * s02
+    _plane_set(tcoefs, m, idx, pref, p, 0, iys, ks, zw, yw, u0, nb, buf, q, 0)
     for i in range(1, 3):
-        ix = idx[p, 0, i]
-        a, da, d2a = pref[p, 0, 0, i], pref[p, 0, 1, i], pref[p, 0, 2, i]
-        for k in range(nb):
-            s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, u0 + numba.uint64(k), zw, yw)
-            buf[q, 0, k] += a * s00
-            buf[q, 1, k] += da * s00
-            buf[q, 2, k] += a * s10
-            buf[q, 3, k] += a * s01
-            buf[q, 4, k] += d2a * s00
-            buf[q, 5, k] += da * s10
-            buf[q, 6, k] += da * s01
-            buf[q, 7, k] += a * s20
-            buf[q, 8, k] += a * s11
-            buf[q, 9, k] += a * s02
+        _plane_add(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, nb, buf, q, 0)
     ix = idx[p, 0, 3]
     a, da, d2a = pref[p, 0, 0, 3], pref[p, 0, 1, 3], pref[p, 0, 2, 3]
     for k in range(nb):
         s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, u0 + numba.uint64(k), zw, yw)
         j = ul + numba.uint64(k)
-        value[p, j] = buf[q, 0, k] + a * s00
-        grad[p, j, 0] = buf[q, 1, k] + da * s00
-        grad[p, j, 1] = buf[q, 2, k] + a * s10
-        grad[p, j, 2] = buf[q, 3, k] + a * s01
-        h00 = buf[q, 4, k] + d2a * s00
-        h01 = buf[q, 5, k] + da * s10
-        h02 = buf[q, 6, k] + da * s01
-        h11 = buf[q, 7, k] + a * s20
-        h12 = buf[q, 8, k] + a * s11
-        h22 = buf[q, 9, k] + a * s02
+        value[p, j] = buf[q, 0, 0, k] + a * s00
+        grad[p, j, 0] = buf[q, 0, 1, k] + da * s00
+        grad[p, j, 1] = buf[q, 0, 2, k] + a * s10
+        grad[p, j, 2] = buf[q, 0, 3, k] + a * s01
+        h00 = buf[q, 0, 4, k] + d2a * s00
+        h01 = buf[q, 0, 5, k] + da * s10
+        h02 = buf[q, 0, 6, k] + da * s01
+        h11 = buf[q, 0, 7, k] + a * s20
+        h12 = buf[q, 0, 8, k] + a * s11
+        h22 = buf[q, 0, 9, k] + a * s02
         hess[p, j, 0, 0] = h00
         hess[p, j, 0, 1] = h01
         hess[p, j, 0, 2] = h02
@@ -398,7 +396,7 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
 @wide_njit(cache=True, parallel=True, fastmath=True)
 def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf):
     # the entry point's fused kernel: positions × tiles × chunks of ``chunk`` splines in one
-    # prange; each task works in its thread's scratch block buf[numba.get_thread_id()]
+    # prange; each task works in its thread's scratch block buf[numba.get_thread_id(), 0]
     # (allocated once by the caller) and writes the canonical value (P, N), grad (P, N, 3),
     # hess (P, N, 3, 3) itself: no SoA array and no numpy conversion pass afterwards.
     # labkit.jit's 512-bit vectors (labkit's own fast kernel; no check times a student against
