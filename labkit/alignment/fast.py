@@ -22,6 +22,8 @@ kernels (``kernels.py``) only.
 """
 from __future__ import annotations
 
+import sys
+
 import numba
 import numpy as np
 from numba import prange
@@ -143,6 +145,7 @@ def _tile(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
 
 
 # ---------------------------------------------------------------------------- tiles
+_LITTLE = sys.byteorder == "little"              # the masks number bytes from the low end
 _M1 = np.uint64(0x00FF00FF00FF00FF)
 _M2 = np.uint64(0x0000FFFF0000FFFF)
 _M4 = np.uint64(0x00000000FFFFFFFF)
@@ -214,7 +217,7 @@ def _fill(raw, spans, order, start, stop, letters, L):
     n = stop - start
     T = np.zeros((L, TILE), np.uint8)
     lens = np.full(TILE, L, np.int64)
-    fast = n == TILE and L % 8 == 0 and raw.size % 8 == 0
+    fast = _LITTLE and n == TILE and L % 8 == 0 and raw.size % 8 == 0
     for k in range(n):
         p = order[start + k]
         lens[k] = spans[p, 1]
