@@ -283,9 +283,32 @@ def _chi_term(builder, context, ca, cb, xs):
     a = builder.sitofp(ca, _VF)
     one = ir.Constant(_VF, [1.0] * 8)
     n1 = builder.select(builder.fcmp_ordered("<", n, one), one, n)
-    rcp = _declare(builder, "llvm.x86.avx512.rcp14.pd.512", _VF, [_VF, _VF, _I8])
-    r = builder.call(rcp, [n1, ir.Constant(_VF, None), ir.Constant(_I8, 0xFF)])
+    if _has_rcp14():
+        rcp = _declare(builder, "llvm.x86.avx512.rcp14.pd.512", _VF, [_VF, _VF, _I8])
+        r = builder.call(rcp, [n1, ir.Constant(_VF, None), ir.Constant(_I8, 0xFF)])
+    else:                       # no AVX-512 (AVX2 laptops, AArch64): an exact division
+        r = builder.fdiv(one, n1)
     return builder.fmul(builder.fmul(a, a), r)
+
+
+def _has_rcp14() -> bool:
+    """Whether numba compiles for an x86 core with AVX-512F (vrcp14pd): the host's features,
+    unless NUMBA_CPU_NAME / NUMBA_CPU_FEATURES say otherwise."""
+    import platform
+
+    import llvmlite.binding as ll
+    import numba
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    if numba.config.CPU_FEATURES:
+        return "+avx512f" in numba.config.CPU_FEATURES.split(",")
+    if numba.config.CPU_NAME not in (None, "", "host"):
+        return False
+    try:
+        return bool(ll.get_host_cpu_features().get("avx512f"))
+    except RuntimeError:
+        return False
 
 
 def _nlogn_term(builder, context, ca, cb, xs):

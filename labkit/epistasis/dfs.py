@@ -131,7 +131,8 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     fN = float(n1 + n0)
     fN1 = float(n1)
     # MI ≤ χ²/N = (N·S − N1²) / (N1·N0) with S = Σ a²/n (_chi_rows); S is computed with
-    # vrcp14pd (< 2**-14), so the S a candidate must reach is divided by 1 + 2**-12
+    # vrcp14pd (< 2**-14) where AVX-512 is present, so the S a candidate must reach is divided by
+    # 1 + 2**-12 (a division elsewhere: the factor then only loosens the bound a little more)
     s_scale = fN1 * float(n0) / fN / (1.0 + 2.0 ** -12)
     s_base = fN1 * fN1 / fN / (1.0 + 2.0 ** -12)
     pair = sub and pj.size > 0 and R == 9
