@@ -319,11 +319,12 @@ def _tile_vgh_blocked(tcoefs, m, idx, pref, p, out, q):
         _plane_add(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, Nb, out, q, m)
 
 
-@njit(cache=True, parallel=True, fastmath=True)
+@wide_njit(cache=True, parallel=True, fastmath=True)
 def _batch_tiles_blocked(tcoefs, idx, pref, out):
-    # as _batch_tiles with the register-blocked tile kernel (fastmath: FMA contraction). Plain
-    # numba.njit: labkit.jit's 512-bit vectors were measured +17 % on the cache-resident 8³ grid,
-    # +4 % in float32, but −3 % on the memory-bound float64 seed grid the targets use (docs/bspline.md)
+    # as _batch_tiles with the register-blocked tile kernel (fastmath: FMA contraction), with
+    # labkit.jit's 512-bit vectors: +9 % on the float64 seed grid, +2 % in float32, +13 % on the
+    # 8³ grid (medians of 4 interleaved runs against the plain twin, docs/bspline.md). labkit's
+    # own fast kernel: the checks time students against the plain _batch_tiles/vgh_soa/vgh_aos.
     M = tcoefs.shape[0]
     P = idx.shape[0]
     for t in prange(P * M):
