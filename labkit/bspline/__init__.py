@@ -21,8 +21,9 @@ Kernels (numba, ``cache=True``), one position each:
 * :func:`vgh_aosoa` — splines split into ``M`` tiles of ``Nb``; coefficients ``(M, nx, ny, nz, Nb)``,
   outputs ``(M, 10, Nb)``; every tile is an independent SoA problem.
 * :func:`vgh_soa_blocked` — SoA, register-blocked: per x-plane the 16 coefficients of a spline are
-  reduced over z and y in registers before touching the outputs (4 read-modify-write passes over
-  the 10 streams instead of 16), with FMA contraction; ``blocked=True`` in evaluate_vgh/Workload.
+  reduced over z and y in registers before touching the outputs (4 passes over the 10 streams
+  instead of 16, the first one writing), with FMA contraction and labkit.jit's 512-bit vectors;
+  ``blocked=True`` in evaluate_vgh/Workload.
 
 Files: ``kernels.py`` (the kernels by step), ``layouts.py`` (aligned buffers, streams,
 conversions), ``bench.py`` (workloads, ``run_benchmark``, ``TARGETS``, timing helpers; imported
