@@ -322,8 +322,8 @@ def _tile_vgh_blocked(tcoefs, m, idx, pref, p, out, q):
 @wide_njit(cache=True, parallel=True, fastmath=True)
 def _batch_tiles_blocked(tcoefs, idx, pref, out):
     # as _batch_tiles with the register-blocked tile kernel (fastmath: FMA contraction), with
-    # labkit.jit's 512-bit vectors: +9 % on the float64 seed grid, +2 % in float32, +13 % on the
-    # 8³ grid (medians of 4 interleaved runs against the plain twin, docs/bspline.md). labkit's
+    # labkit.jit's 512-bit vectors: +4.5–9 % on the float64 seed grid, +0.5–2 % in float32, +13 %
+    # on the 8³ grid (interleaved against the plain twin, docs/bspline.md). labkit's
     # own fast kernel: the checks time students against the plain _batch_tiles/vgh_soa/vgh_aos.
     M = tcoefs.shape[0]
     P = idx.shape[0]
