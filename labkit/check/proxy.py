@@ -39,18 +39,10 @@ class _Child:
     """One C process and its pipes."""
 
     def __init__(self):
-        c2w_r, c2w_w = os.pipe()
-        w2c_r, w2c_w = os.pipe()
-        debug = os.environ.get("LABKIT_CHECK_DEBUG") == "1"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "labkit.check.child", str(w2c_r), str(c2w_w)],
-            pass_fds=(w2c_r, c2w_w), stdin=subprocess.DEVNULL,
-            stdout=None if debug else subprocess.DEVNULL,
-            stderr=None if debug else subprocess.DEVNULL,
-            env=_child_env(), cwd=os.getcwd(), start_new_session=True, close_fds=True)
-        os.close(w2c_r)
-        os.close(c2w_w)
-        self.rfd, self.wfd = c2w_r, w2c_w
+        from .runner import spawn
+
+        self.proc, self.wfd, self.rfd = spawn(
+            lambda r, w: [sys.executable, "-m", "labkit.check.child", str(r), str(w)], _child_env())
         self.ready = False
 
     def kill(self) -> int | None:

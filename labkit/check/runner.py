@@ -99,6 +99,29 @@ def _labkit_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def spawn(argv_for, env: dict, cwd: str | None = None):
+    """Start a process that exchanges frames over two pipes: ``argv_for(its read fd, its write
+    fd)`` → its argv. Returns ``(proc, our write fd, our read fd)``; its stdio is /dev/null unless
+    LABKIT_CHECK_DEBUG=1, and it runs in a session of its own."""
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    debug = os.environ.get("LABKIT_CHECK_DEBUG") == "1"
+    try:
+        proc = subprocess.Popen(
+            argv_for(down_r, up_w), pass_fds=(down_r, up_w), stdin=subprocess.DEVNULL,
+            stdout=None if debug else subprocess.DEVNULL,
+            stderr=None if debug else subprocess.DEVNULL,
+            env=env, cwd=cwd or os.getcwd(), start_new_session=True, close_fds=True)
+    except BaseException:
+        for fd in (down_w, up_r):
+            os.close(fd)
+        raise
+    finally:
+        os.close(down_r)
+        os.close(up_w)
+    return proc, down_w, up_r
+
+
 class Worker:
     """One warm worker process (start lazily; :meth:`request` restarts it after a crash)."""
 
@@ -114,22 +137,12 @@ class Worker:
 
     def start(self, timeout: float = 300.0) -> None:
         t0 = time.monotonic()
-        c2w_r, c2w_w = os.pipe()
-        w2c_r, w2c_w = os.pipe()
         env = dict(os.environ)
         root = _labkit_root()
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env.pop("LABKIT_CHECK_INPROCESS", None)
-        debug = os.environ.get("LABKIT_CHECK_DEBUG") == "1"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "labkit.check.worker", str(c2w_r), str(w2c_w)],
-            pass_fds=(c2w_r, w2c_w), stdin=subprocess.DEVNULL,
-            stdout=None if debug else subprocess.DEVNULL,
-            stderr=None if debug else subprocess.DEVNULL,
-            env=env, cwd=os.getcwd(), start_new_session=True, close_fds=True)
-        os.close(c2w_r)
-        os.close(w2c_w)
-        self.wfd, self.rfd = c2w_w, w2c_r
+        self.proc, self.wfd, self.rfd = spawn(
+            lambda r, w: [sys.executable, "-m", "labkit.check.worker", str(r), str(w)], env)
         try:
             hello = read_frame(self.rfd, time.monotonic() + timeout)
         except TimeoutError:

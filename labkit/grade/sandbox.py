@@ -178,13 +178,13 @@ class SandboxWorker(runner.Worker):
 
     def start(self, timeout: float = 300.0) -> None:
         t0 = time.monotonic()
-        c2w_r, c2w_w = os.pipe()
-        w2c_r, w2c_w = os.pipe()
-        argv = [sys.executable, "-m", _BOOT, str(c2w_r), str(w2c_w), *self.modules]
+        def argv(r, w):
+            cmd = [sys.executable, "-m", _BOOT, str(r), str(w), *self.modules]
+            return self.spec.command(cmd) if self.spec is not None else cmd
+
         if self.spec is not None:
-            cmd, env = self.spec.command(argv), {"PATH": "/usr/bin:/bin"}
+            env = {"PATH": "/usr/bin:/bin"}
         else:
-            cmd = argv
             env = {k: v for k, v in os.environ.items() if not k.startswith("LABKIT_CHECK")}
             root = str(_labkit_dir().parent)
             env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"]
@@ -192,16 +192,8 @@ class SandboxWorker(runner.Worker):
             env.update(PYTHONDONTWRITEBYTECODE="1", LABKIT_GRADING="1")
             if self.numba_cache:
                 env["NUMBA_CACHE_DIR"] = self.numba_cache
-        debug = os.environ.get("LABKIT_CHECK_DEBUG") == "1"
-        self.proc = subprocess.Popen(
-            cmd, pass_fds=(c2w_r, w2c_w), stdin=subprocess.DEVNULL,
-            stdout=None if debug else subprocess.DEVNULL,
-            stderr=None if debug else subprocess.DEVNULL,
-            env=env, cwd="/tmp" if self.spec is not None else os.getcwd(),
-            start_new_session=True, close_fds=True)
-        os.close(c2w_r)
-        os.close(w2c_w)
-        self.wfd, self.rfd = c2w_w, w2c_r
+        self.proc, self.wfd, self.rfd = runner.spawn(
+            argv, env, cwd="/tmp" if self.spec is not None else None)
         try:
             hello = runner.read_frame(self.rfd, time.monotonic() + timeout)
         except TimeoutError:
