@@ -25,7 +25,7 @@ import numba
 from numba.core.caching import FunctionCache
 from numba.core.compiler import Compiler
 
-__all__ = ["njit", "vector_bits", "ATTRIBUTE"]
+__all__ = ["njit", "vector_bits", "ATTRIBUTE", "WidePipeline", "NoAliasWidePipeline"]
 
 ATTRIBUTE = "prefer-vector-width"
 
@@ -95,18 +95,39 @@ class WidePipeline(Compiler):
             self.state.targetctx = wide
 
 
+class NoAliasWidePipeline(WidePipeline):
+    """:class:`WidePipeline` with numba's ``noalias`` flag: every array argument is LLVM
+    ``noalias``, so loops over several arrays need no run-time overlap checks. Only for functions
+    whose array arguments never overlap (``labkit.jit.njit(..., noalias=True)``)."""
+
+    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
+        flags.noalias = True                   # a fresh Flags object per compilation
+        super().__init__(typingctx, targetctx, library, args, return_type, flags, locals)
+
+
 class _WideCache(FunctionCache):
-    """numba's on-disk cache, with the requested width in the index key: a function compiled both
-    wide and plain (a check's plain twin of a wide kernel) keeps two entries, never the other's."""
+    """numba's on-disk cache, with the requested width and the noalias flag in the index key: a
+    function compiled both wide and plain (a check's plain twin of a wide kernel), or under
+    another ``LABKIT_VECTOR_BITS``, keeps separate entries, never loads the other's code."""
+
+    def __init__(self, py_func, noalias: bool):
+        super().__init__(py_func)
+        self._noalias = noalias
 
     def _index_key(self, sig, codegen):
-        return super()._index_key(sig, codegen) + ((ATTRIBUTE, vector_bits()),)
+        return super()._index_key(sig, codegen) + ((ATTRIBUTE, vector_bits()),
+                                                    ("noalias", self._noalias))
 
 
 def _make(fn, sigs, options: dict):
-    disp = numba.njit(pipeline_class=WidePipeline, **options)(fn)
-    if options.get("cache") and vector_bits():
-        disp._cache = _WideCache(disp.py_func)
+    options = dict(options)
+    noalias = options.pop("noalias", False)
+    if not isinstance(noalias, bool):
+        raise TypeError(f"noalias must be True or False, got {noalias!r}")
+    pipeline = NoAliasWidePipeline if noalias else WidePipeline
+    disp = numba.njit(pipeline_class=pipeline, **options)(fn)
+    if options.get("cache"):
+        disp._cache = _WideCache(disp.py_func, noalias)
     if sigs is not None:                      # eager compilation, as numba.njit(sigs) does
         for sig in sigs if isinstance(sigs, list) else [sigs]:
             disp.compile(sig)
@@ -118,7 +139,8 @@ def njit(*args, **options):
     """``numba.njit(*args, **options)`` compiled with :data:`vector_bits` as LLVM's vector preference.
 
     Use it exactly like ``numba.njit`` (bare, with options, with signatures, or
-    ``njit(options)(function)``); ``cache=True`` keeps wide entries apart from plain ones."""
+    ``njit(options)(function)``); ``cache=True`` keeps wide entries apart from plain ones.
+    ``noalias=True``: array arguments are LLVM ``noalias`` (:class:`NoAliasWidePipeline`)."""
     if "pipeline_class" in options:
         raise TypeError("labkit.jit.njit sets pipeline_class itself; use numba.njit for your own")
     if len(args) == 1 and callable(args[0]) and not isinstance(args[0], (str, list, tuple)):

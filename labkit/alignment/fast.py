@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import sys
 
-import numba
 import numpy as np
 from numba import prange
 
-from labkit.jit import WidePipeline, njit
+from labkit.jit import njit
 
 from .kernels import _ends
 from .scoring import ALPHABET
@@ -52,16 +51,8 @@ def fits_shifted(len1: int, len2: int, scoring) -> bool:
     return lo >= _I16_MIN + 8 and hi <= _I16_MAX - 8
 
 
-class _NoAliasPipeline(WidePipeline):
-    """labkit.jit's pipeline with numba's ``noalias`` flag: array arguments get LLVM ``noalias``.
-    Only for functions whose array arguments never overlap (the callers here allocate them)."""
-
-    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
-        flags.noalias = True                   # a fresh Flags object per compilation
-        super().__init__(typingctx, targetctx, library, args, return_type, flags, locals)
-
-
-_noalias = numba.njit(cache=True, pipeline_class=_NoAliasPipeline)
+#: array arguments never overlap here (the callers allocate them): LLVM noalias
+_noalias = njit(cache=True, noalias=True)
 
 
 @njit(cache=True, inline="always")
