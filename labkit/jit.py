@@ -25,7 +25,7 @@ import numba
 from numba.core.caching import FunctionCache
 from numba.core.compiler import Compiler
 
-__all__ = ["njit", "vector_bits", "ATTRIBUTE", "WidePipeline", "NoAliasWidePipeline"]
+__all__ = ["njit", "vector_bits", "compiles_for_avx512", "ATTRIBUTE", "WidePipeline", "NoAliasWidePipeline"]
 
 ATTRIBUTE = "prefer-vector-width"
 
@@ -43,19 +43,27 @@ def vector_bits() -> int | None:
             raise ValueError(f"LABKIT_VECTOR_BITS={env!r}: give a width in bits, e.g. 512, "
                              f"or 0 for LLVM's own preference") from None
         return bits if bits > 256 else None
-    import llvmlite.binding as ll
+    return 512 if compiles_for_avx512() else None
+
+
+@lru_cache(maxsize=None)
+def compiles_for_avx512() -> bool:
+    """Whether numba compiles for an x86 core with AVX-512F: the host's features, unless
+    NUMBA_CPU_FEATURES (numba's whole feature list when set) or NUMBA_CPU_NAME say otherwise."""
     import platform
 
+    import llvmlite.binding as ll
+
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return None
+        return False
+    if numba.config.CPU_FEATURES:
+        return "+avx512f" in numba.config.CPU_FEATURES.split(",")
+    if numba.config.CPU_NAME not in (None, "", "host"):
+        return False
     try:
-        features = ll.get_host_cpu_features()
+        return bool(ll.get_host_cpu_features().get("avx512f"))
     except RuntimeError:
-        return None
-    cpu_features = numba.config.CPU_FEATURES or ""
-    if "-avx512f" in cpu_features.split(","):
-        return None
-    return 512 if features.get("avx512f") else None
+        return False
 
 
 _CLASSES: dict[type, type] = {}

@@ -2,7 +2,8 @@
 of the depth-first search, the vectorised MI gathers and χ² bound, the counts' subtraction,
 Muła's AVX2 ``pshufb`` lookup.
 
-Used by the @njit kernels in ``kernels.py`` and ``dfs.py``; imports only llvmlite/numba.
+Used by the @njit kernels in ``kernels.py`` and ``dfs.py``; imports only llvmlite, numba and
+labkit.jit (whether numba compiles for AVX-512).
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from labkit.jit import compiles_for_avx512
 
 _I8, _I64 = ir.IntType(8), ir.IntType(64)
 _V8 = ir.VectorType(_I64, 8)
@@ -283,32 +286,12 @@ def _chi_term(builder, context, ca, cb, xs):
     a = builder.sitofp(ca, _VF)
     one = ir.Constant(_VF, [1.0] * 8)
     n1 = builder.select(builder.fcmp_ordered("<", n, one), one, n)
-    if _has_rcp14():
+    if compiles_for_avx512():
         rcp = _declare(builder, "llvm.x86.avx512.rcp14.pd.512", _VF, [_VF, _VF, _I8])
         r = builder.call(rcp, [n1, ir.Constant(_VF, None), ir.Constant(_I8, 0xFF)])
     else:                       # no AVX-512 (AVX2 laptops, AArch64): an exact division
         r = builder.fdiv(one, n1)
     return builder.fmul(builder.fmul(a, a), r)
-
-
-def _has_rcp14() -> bool:
-    """Whether numba compiles for an x86 core with AVX-512F (vrcp14pd): the host's features,
-    unless NUMBA_CPU_NAME / NUMBA_CPU_FEATURES say otherwise."""
-    import platform
-
-    import llvmlite.binding as ll
-    import numba
-
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
-    if numba.config.CPU_FEATURES:
-        return "+avx512f" in numba.config.CPU_FEATURES.split(",")
-    if numba.config.CPU_NAME not in (None, "", "host"):
-        return False
-    try:
-        return bool(ll.get_host_cpu_features().get("avx512f"))
-    except RuntimeError:
-        return False
 
 
 def _nlogn_term(builder, context, ca, cb, xs):
