@@ -156,6 +156,9 @@ def test_doctor_fails_with_advice(monkeypatch, capsys):
 
 def test_machine_limits_and_their_errors():
     assert hardware.measure_bandwidth(mib=4, repeat=2) > 0
+    assert hardware.measure_bandwidth(mib=4, repeat=2, kind="read") > 0
+    with pytest.raises(ValueError, match="kind"):
+        hardware.measure_bandwidth(mib=4, kind="copy")
     assert hardware.measure_fma_rate(repeat=2) > 0
     for bad in (0, -1, 1.5, True, "4"):
         with pytest.raises(ValueError, match="mib"):
@@ -170,7 +173,7 @@ def test_machine_limits_and_their_errors():
 
 
 def test_doctor_measure(monkeypatch, capsys):
-    monkeypatch.setattr(roof, "measure_bandwidth", lambda: 30.0)
+    monkeypatch.setattr(roof, "measure_bandwidth", lambda **kw: 30.0)
     monkeypatch.setattr(roof, "measure_fma_rate", lambda **kw: 60.0)
     assert hardware.doctor(["--measure", "--no-smoke"]) == 0
     out = capsys.readouterr().out

@@ -82,6 +82,8 @@ def doctor(argv: Sequence[str] | None = None) -> int:
         bw, peak = roof.measure_bandwidth(), roof.measure_fma_rate()
         print(f"one core  {bw:.1f} GB/s memory bandwidth (triad, 96 MiB arrays), {peak:.1f} GFLOP/s "
               f"float64 FMA; ridge at {peak / bw:.1f} FLOP/byte (best of 7)")
+        print(f"          {roof.measure_bandwidth(kind='read'):.1f} GB/s read-only (a sum over "
+              "288 MiB: the roof of kernels that mostly read)")
         from labkit.jit import vector_bits
         if vector_bits():
             plain = roof.measure_fma_rate(full_width=False)

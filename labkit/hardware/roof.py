@@ -1,5 +1,5 @@
 """The two machine limits of a roofline, measured on one core: memory bandwidth (a STREAM-style
-triad) and double-precision FMA rate.
+triad, or a read-only sum) and double-precision FMA rate.
 
 The kernels are plain Python functions jitted on first use (``numba.njit(cache=True)``), so
 ``import labkit.hardware`` does not import numba.  Timing is labkit.bench's timer, imported
@@ -16,6 +16,15 @@ __all__ = ["measure_bandwidth", "measure_fma_rate"]
 def _triad(a, b, c, s):
     for i in range(a.size):
         a[i] = b[i] + s * c[i]
+
+
+def _read_sum(a):
+    # one sum, which fastmath lets LLVM split into interleaved vector partial sums: a read-only
+    # stream with no write-allocate traffic, the bound of kernels that mostly read
+    s = 0.0
+    for i in range(a.size):
+        s += a[i]
+    return s
 
 
 def _fma_chains(x, out):
@@ -49,6 +58,8 @@ def _kernel(name: str):
         return njit(cache=True, fastmath={"contract"})(_fma_chains)
     from labkit.jit import njit as wide_njit
 
+    if name == "read":
+        return wide_njit(cache=True, fastmath=True)(_read_sum)
     return wide_njit(cache=True, fastmath={"contract"})(_fma_chains)
 
 
@@ -71,15 +82,24 @@ def _positive_int(name: str, value, what: str = "") -> None:
         raise ValueError(f"{name} must be a positive int{what}, got {value!r}")
 
 
-def measure_bandwidth(mib: int = 96, repeat: int = 7) -> float:
-    """Single-thread memory bandwidth in GB/s from a STREAM-style triad ``a = b + s·c`` on
-    arrays far beyond the last-level cache (3 arrays × 8 bytes per element; best of repeats,
-    as STREAM reports, since a shared machine only ever slows a run down)."""
+def measure_bandwidth(mib: int = 96, repeat: int = 7, *, kind: str = "triad") -> float:
+    """Single-thread memory bandwidth in GB/s, best of repeats (as STREAM reports, since a shared
+    machine only ever slows a run down), on arrays far beyond the last-level cache.
+
+    ``kind="triad"``: STREAM's ``a = b + s·c``, counted as STREAM counts it (3 arrays × 8 bytes
+    per element; the write-allocate read of ``a`` is not counted, so the bus moves a third
+    more). ``kind="read"``: a sum over one array of 3·mib MiB — the read bandwidth, the roof of a
+    kernel that mostly reads (it is above the triad's figure)."""
     _positive_int("mib", mib, " (MiB per array)")
     _positive_int("repeat", repeat)
+    if kind not in ("triad", "read"):
+        raise ValueError(f"kind must be 'triad' or 'read', got {kind!r}")
     import numpy as np
 
     n = mib * 2**20 // 8
+    if kind == "read":
+        a = np.ones(3 * n)
+        return 3 * 8 * n / _best_seconds(_kernel("read"), (a,), repeat, 0.1) / 1e9
     a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
     return 3 * 8 * n / _best_seconds(_kernel("triad"), (a, b, c, 0.5), repeat, 0.1) / 1e9
 
