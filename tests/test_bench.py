@@ -441,3 +441,55 @@ def test_pcc_rss_target_reads_the_large_run():
     assert t.check({"correlated_pairs n=100000 l=500": res}) == (1.0, True)
     res.peak_rss_mb = 3000.0
     assert t.check({"correlated_pairs n=100000 l=500": res})[1] is False
+
+
+def test_cli_writes_markdown_between_markers(monkeypatch, capsys, tmp_path):
+    fake = types.ModuleType("labkit.alignment")
+    fake.run_benchmark = lambda size=None, repeat=5: {
+        "t": bench.BenchResult([{"name": "a", "median_s": 2.0}, {"name": "b | c", "median_s": 1.0}])}
+    fake.TARGETS = [bench.Target("b | c vs a", 1.5, bench.ratio_of("t", "b", "a")),
+                    bench.Target("b vs a, ambitious", 3, bench.ratio_of("t", "b", "a")),
+                    bench.Target("peer", 1, bench.ratio_of("missing", "x"))]
+    monkeypatch.setitem(sys.modules, "labkit.alignment", fake)
+    readme = tmp_path / "README.md"
+    readme.write_text("# title\n\n<!-- labkit bench: begin -->\nold table\n"
+                      "<!-- labkit bench: end -->\n\nafter\n", encoding="utf-8")
+    assert bench.main(["alignment", "--markdown", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("# title\n\n<!-- labkit bench: begin -->\nWritten by `labkit bench "
+                           "alignment --markdown …` at ")
+    assert text.endswith("<!-- labkit bench: end -->\n\nafter\n") and "old table" not in text
+    assert "| 01 | b \\| c vs a | ≥ 1.5× | 2× ✔ |" in text
+    assert "| 01 | b vs a, ambitious | ≥ 3× | 2× ✘ |" in text
+    assert "| 01 | peer | ≥ 1× | not measured in this run |" in text
+    assert "Targets met: 1 of 2 measured (3 stated)." in text
+    out = tmp_path / "bench.md"                  # no markers: the whole file
+    assert bench.main(["alignment", "--markdown", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("Written by `labkit bench alignment")
+    broken = tmp_path / "broken.md"
+    broken.write_text("<!-- labkit bench: end -->\n<!-- labkit bench: begin -->\n")
+    with pytest.raises(SystemExit):              # refused before the run, not after it
+        bench.main(["alignment", "--markdown", str(broken)])
+    assert "not both in that order" in capsys.readouterr().err
+
+
+def test_readme_table_lists_every_stated_target():
+    """README's benchmark table is written by `labkit bench all --markdown README.md`: between
+    its markers it has a row for every target the labs state (a renamed or new target fails here
+    until the table is written again)."""
+    from pathlib import Path
+
+    from labkit import registry
+    from labkit.bench.cli import MARK_BEGIN, MARK_END
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert MARK_BEGIN in text and MARK_END in text
+    table = text.split(MARK_BEGIN, 1)[1].split(MARK_END, 1)[0]
+    missing = []
+    for name in registry.names(benchmark=True):
+        lab = registry.get(name)
+        for t in getattr(lab.load(), "TARGETS", ()):
+            if t.size is None and f"| {lab.number:02d} | {t.claim.replace('|', chr(92) + '|')} |" not in table:
+                missing.append(f"{name}: {t.claim}")
+    assert not missing, ("README.md's benchmark table lacks these targets — run "
+                         "`labkit bench all --markdown README.md`:\n" + "\n".join(missing))

@@ -76,9 +76,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--size", choices=["small", "seed", "large"], default=None,
                    help="input size (default: the lab's own default)")
     p.add_argument("--repeat", type=int, default=5, help="interleaved repeats (default 5)")
+    p.add_argument("--markdown", metavar="FILE", default=None,
+                   help="also write the targets as a Markdown table to FILE; if FILE has the "
+                        f"lines {MARK_BEGIN} and {MARK_END}, only what is between them is "
+                        "replaced (how README.md's benchmark table is made)")
     ns = p.parse_args(argv)
     if ns.repeat < 1:
         p.error("--repeat must be ≥ 1")
+    if ns.markdown:
+        try:        # before a run of minutes, not after it
+            _marked_parts(ns.markdown)
+        except (ValueError, OSError) as e:
+            p.error(str(e))
 
     from labkit import hardware
     print(hardware.summary())
@@ -120,7 +129,78 @@ def main(argv: Sequence[str] | None = None) -> int:
         for lab, r in summary:
             if r["met"] is False:
                 print(f"  ✘ {lab}: {r['claim']}")
+    if ns.markdown and summary:
+        write_markdown(ns.markdown, summary, " ".join(["labkit bench", ns.lab]
+                                                      + (["--size", ns.size] if ns.size else [])))
+        print(f"targets written to {ns.markdown}")
     if failed:
         print(f"benchmark failed for: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+MARK_BEGIN = "<!-- labkit bench: begin -->"
+MARK_END = "<!-- labkit bench: end -->"
+
+
+def markdown_table(summary: Sequence[tuple[str, dict]], command: str) -> str:
+    """The targets of one run as Markdown: a line saying when, where and how it was measured
+    (time, machine, load, numba, threads), then one row per target with ✔/✘ and the count."""
+    import datetime
+    import os
+
+    import numba
+
+    from labkit import hardware, registry
+    from .targets import _format_target
+
+    def num(v):
+        return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    lines = [f"Written by `{command} --markdown …` at {when} on: {hardware.summary()}; "
+             f"load average at the end {load}; numba {numba.__version__}, "
+             f"{numba.config.NUMBA_NUM_THREADS} threads.", "",
+             "| lab | comparison | target | measured |", "| --- | --- | --- | --- |"]
+    for lab, r in summary:
+        need = f"{'<' if r['at_most'] else '≥'} {num(r['need'])}{r['unit']}"
+        if r["met"] is None:
+            got = "not measured in this run"
+        else:   # the digits _format_target shows (more where they decide the verdict)
+            got = _format_target(r).rsplit("measured ", 1)[1] + (" ✔" if r["met"] else " ✘")
+        claim = r["claim"].replace("|", "\\|")
+        lines.append(f"| {registry.get(lab).number:02d} | {claim} | {need.strip()} | {got} |")
+    met = sum(1 for _, r in summary if r["met"])
+    measured = sum(1 for _, r in summary if r["met"] is not None)
+    lines += ["", f"Targets met: {met} of {measured} measured ({len(summary)} stated)."]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(path: str, summary: Sequence[tuple[str, dict]], command: str) -> None:
+    """Write ``markdown_table`` to ``path``: between the two marker lines if the file has them
+    (the rest of the file kept byte for byte), else as the whole file."""
+    from pathlib import Path
+
+    table = markdown_table(summary, command)
+    parts = _marked_parts(path)
+    body = table if parts is None else f"{parts[0]}{MARK_BEGIN}\n{table}{MARK_END}{parts[1]}"
+    Path(path).write_text(body, encoding="utf-8")
+
+
+def _marked_parts(path: str) -> tuple[str, str] | None:
+    """(text before the begin marker, text after the end marker) of ``path``, or None when the
+    file is missing or has neither marker; ValueError when the markers are broken."""
+    from pathlib import Path
+
+    f = Path(path)
+    if f.is_dir():
+        raise ValueError(f"--markdown {path}: is a folder; give a file")
+    text = f.read_text(encoding="utf-8") if f.exists() else ""
+    if MARK_BEGIN in text and MARK_END in text.split(MARK_BEGIN, 1)[1]:
+        head, rest = text.split(MARK_BEGIN, 1)
+        return head, rest.split(MARK_END, 1)[1]
+    if MARK_BEGIN in text or MARK_END in text:
+        raise ValueError(f"--markdown {path}: has one of the lines {MARK_BEGIN} / {MARK_END} "
+                         "but not both in that order; fix the file or give another path")
+    return None
