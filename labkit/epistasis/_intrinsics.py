@@ -123,6 +123,41 @@ def _and_popcount2_v8(typingctx, a, aoff, b, boff0, boff1, n8):
 
 
 @intrinsic
+def _and_store_v8(typingctx, dst, o, a, s, b, bo, n8c, n8):
+    """dst[o + w] = a[s + w] & b[bo + w] for w < 8*n8 (<8 x i64> vectors); returns the popcount
+    of the first 8*n8c words + (that of the rest << 32): a prefix-table row and its class counts."""
+    if not (isinstance(dst, types.Array) and isinstance(a, types.Array)
+            and isinstance(b, types.Array) and _int_args_ok(o, s, bo, n8c, n8)):
+        return None
+    sig = types.int64(dst, o, a, s, b, bo, n8c, n8)
+
+    def codegen(context, builder, signature, args):
+        D, A, B = (context.make_array(signature.args[k])(context, builder, args[k])
+                   for k in (0, 2, 4))
+        c = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa: E731
+        pd, pa, pb = builder.gep(D.data, [c(1)]), builder.gep(A.data, [c(3)]), \
+            builder.gep(B.data, [c(5)])
+        ctpop = _declare(builder, "llvm.ctpop.v8i64", _V8, [_V8])
+        acc0 = cgutils.alloca_once_value(builder, ir.Constant(_V8, None))
+        acc1 = cgutils.alloca_once_value(builder, ir.Constant(_V8, None))
+        n8c_ = c(6)
+        with cgutils.for_range(builder, c(7)) as loop:
+            i = builder.mul(loop.index, ir.Constant(_I64, 8))
+            v = builder.and_(_vload(builder, pa, i, _V8), _vload(builder, pb, i, _V8))
+            builder.store(v, builder.bitcast(builder.gep(pd, [i]), _V8.as_pointer()), align=8)
+            pc = builder.call(ctpop, [v])
+            case = builder.icmp_signed("<", loop.index, n8c_)
+            zero = ir.Constant(_V8, None)
+            builder.store(builder.add(builder.load(acc0), builder.select(case, pc, zero)), acc0)
+            builder.store(builder.add(builder.load(acc1), builder.select(case, zero, pc)), acc1)
+        packed = builder.add(builder.load(acc0),
+                             builder.shl(builder.load(acc1), ir.Constant(_V8, [32] * 8)))
+        red = _declare(builder, "llvm.vector.reduce.add.v8i64", _I64, [_V8])
+        return builder.call(red, [packed])
+    return sig, codegen
+
+
+@intrinsic
 def _sub2_v8(typingctx, dst, o, o0, o1, par, op, n8):
     """dst[o + x] = par[op + x] − dst[o0 + x] − dst[o1 + x] for x < 8*n8, <8 x i64> vectors (the
     counts of genotype 2 by subtraction; plain loops over one array lose their vectors to numba's

@@ -14,7 +14,7 @@ from numba import prange
 from labkit._common import use_threads
 from labkit.jit import njit
 
-from ._intrinsics import (_chi_rows, _lanes1, _lanes3, _lanes4, _lanes6, _lanes9, _nlogn_rows,
+from ._intrinsics import (_and_store_v8, _chi_rows, _lanes1, _lanes3, _lanes4, _lanes6, _lanes9, _nlogn_rows,
                           _popcount_v8, _sub2_v8)
 
 @njit(cache=True, inline="always")
@@ -61,11 +61,9 @@ def _build_level(tables, pcs, lvl_off, d, bits, W, case_words, j, split=False):
             q = (r * 2 + g if g < 2 else 2 * R + r) if split else r * 3 + g
             o = dst + q * W
             s = src + r * W
-            b = (j * 3 + g) * W
-            for w in range(W):
-                tables[o + w] = tables[s + w] & bits[b + w]
-            pcs[d + 1, q, 1] = _popcount_v8(tables, o, n8c)
-            pcs[d + 1, q, 0] = _popcount_v8(tables, o + case_words, n8k)
+            x = _and_store_v8(tables, o, tables, s, bits, (j * 3 + g) * W, n8c, n8c + n8k)
+            pcs[d + 1, q, 1] = x & 0xFFFFFFFF
+            pcs[d + 1, q, 0] = x >> 32
 
 
 @njit(cache=True)
