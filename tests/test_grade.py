@@ -392,6 +392,20 @@ def test_exercise_cells_are_read_statically_from_the_student(course):
     # a constant the exercise reads from an earlier cell travels with it
     student.cells[3].source = "def add_one(x):\n    return x + LIMIT - 6"
     assert grade.read_exercises(canon, student)[0]["gf_add_one"].constants == {"LIMIT": 7}
+    # a helper the exercise calls, written in an earlier cell, travels with it (and the
+    # functions that helper calls); a later cell after the check cell does not
+    student.cells[3].source = "def add_one(x):\n    return _plus(x, LIMIT - 6)"
+    student.cells.insert(3, nbformat.v4.new_code_cell(
+        "def _plus(x, k):\n    return _id(x) + k\n\ndef _id(x):\n    return x\n\n"
+        "def unused():\n    return 0"))
+    student.cells.append(nbformat.v4.new_code_cell("def _id(x):\n    return -x"))
+    found, _, flags = grade.read_exercises(canon, student)
+    src = found["gf_add_one"].source
+    assert src.startswith("def add_one(x):\n    return _plus(x, LIMIT - 6)\n")
+    assert "def _plus(x, k)" in src and "return x\n" in src and "-x" not in src
+    assert "unused" not in src and found["gf_add_one"].constants == {"LIMIT": 7}
+    assert any("other cells it calls were graded with it: _id, _plus" in f
+               for f in flags["gf_add_one"])
     # stripped metadata: found by the function the stub defines, flagged
     bare = _strip_metadata(solution_notebook())
     found, missing, flags = grade.read_exercises(canon, bare)

@@ -232,8 +232,10 @@ def _describe_own_error(e: BaseException) -> str:
             "function returns the documented type and shape, this is a labkit bug: please report it")
 
 
-_OTHER_CELL = (" — the check loads only the exercise cell's definitions and the notebook's "
-               "imports: define helpers and constants in the exercise cell")
+_OTHER_CELL = (" — the check loads the exercise cell's definitions, the notebook's imports, "
+               "plain constants and the functions of earlier cells (def) it calls; anything "
+               "else (an object built by code, a lambda, a class from another cell) must be "
+               "defined in the exercise cell")
 
 
 def _describe_error(e: BaseException) -> str:

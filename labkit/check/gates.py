@@ -101,8 +101,37 @@ def require_njit(fn, verdict: str = "not vectorised") -> Callable:
 
 
 def _ir(fn, signature) -> str:
+    """The optimised IR the gates judge: the function's own (numba's wrappers aside) — or, when
+    it has no loop of its own, its own and that of the functions of its module it calls (the
+    student's helper that holds the loop; labkit's and numpy's code is in other modules)."""
     from labkit import inspect as lk_inspect
-    return lk_inspect.llvm_ir(require_njit(fn), _as_signature(signature))
+    disp, sig = require_njit(fn), _as_signature(signature)
+    own = lk_inspect.llvm_ir(disp, sig)
+    if _loops.loops(own):
+        return own
+    helpers = _helper_parts(disp, sig, "llvm")
+    return own if not helpers else own + "\n\n" + helpers
+
+
+def _helper_parts(disp, sig, kind: str) -> str:
+    """IR (``"llvm"``) or assembly (``"asm"``) of the other functions of ``disp``'s module
+    compiled into its code (its helpers), or ``""``."""
+    from labkit import inspect as lk_inspect
+    from labkit.inspect.ir import _asm_functions, _ir_functions, _own_symbols
+
+    try:
+        from numba.core.itanium_mangler import mangle_identifier
+        if not isinstance(sig, tuple):
+            sig = disp.signatures[0] if sig is None and disp.signatures else sig
+        fd = disp.overloads[tuple(sig)].fndesc
+        prefix = "_ZN" + "".join(mangle_identifier(p) for p in fd.modname.split("."))
+        main = _own_symbols(disp, tuple(sig))
+        full = (lk_inspect.llvm_ir if kind == "llvm" else lk_inspect.asm)(disp, sig, full=True)
+    except Exception:  # noqa: BLE001 - no helpers found: judge the function alone
+        return ""
+    funcs = _ir_functions(full) if kind == "llvm" else _asm_functions(full)
+    return "\n\n".join("\n".join(lines) for name, lines in funcs.items()
+                        if name.strip('"').startswith(prefix) and name.strip('"') != main)
 
 
 def hot_loop(fn, signature, where: str | None = None):
@@ -129,6 +158,10 @@ def vectorized_gate(fn: Callable, signature=None, *, min_bits: int | None = None
     native = native_bits()
     need = native if min_bits is None else min(int(min_bits), native)
     rep = lk_inspect.vector_report(disp, signature)
+    if not rep.vectorized and not _loops.loops(lk_inspect.llvm_ir(disp, signature)):
+        helpers = _helper_parts(disp, signature, "asm")      # the loop is in a helper
+        if helpers:
+            rep = lk_inspect.vector_report_from_asm(helpers)
     width = int(rep.max_width_bits)
     _detail("vector_bits", width)
     _detail("native_bits", native)
@@ -193,8 +226,10 @@ def no_branch_gate(fn: Callable, signature, *, where: str | None = None, hint: s
 def fma_gate(fn: Callable, signature) -> int:
     """Require fused multiply-add instructions in the function's machine code."""
     from labkit import inspect as lk_inspect
-    disp = require_njit(fn)
-    text = lk_inspect.asm(disp, _as_signature(signature))
+    disp, signature = require_njit(fn), _as_signature(signature)
+    text = lk_inspect.asm(disp, signature)
+    if not _loops.loops(lk_inspect.llvm_ir(disp, signature)):
+        text += "\n" + _helper_parts(disp, signature, "asm")    # the loop is in a helper
     n = len(re.findall(r"\b(v?fn?m(add|sub)\w*|fmla|fmadd|fmsub)\b", text))
     _detail("fma", n)
     if n:

@@ -19,7 +19,7 @@ import sys
 import textwrap
 import types
 
-__all__ = ["definitions", "imports_only", "collect"]
+__all__ = ["definitions", "imports_only", "helper_defs", "collect"]
 
 _WRAPPERS = {"njit", "jit", "vectorize", "guvectorize", "stencil", "generated_jit", "cfunc",
              "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -123,19 +123,23 @@ def _is_cell_file(filename: str) -> bool:
             or filename.startswith("<cell"))
 
 
-def _earlier_imports() -> str:
+def _earlier_cells() -> list[str]:
+    """The Python source of the cells run before this one (IPython's input history)."""
     ip = _ipython()
     if ip is None:
-        return ""
+        return []
     hist = ip.user_ns.get("In") or ip.user_ns.get("_ih") or []
     out = []
     for src in hist[:-1] if hist else []:
         try:
-            py = ip.transform_cell(src)
+            out.append(ip.transform_cell(src))
         except Exception:  # noqa: BLE001 - a cell IPython cannot transform
-            py = src
-        out.append(imports_only(py))
-    return "".join(out)
+            out.append(src)
+    return out
+
+
+def _earlier_imports() -> str:
+    return "".join(imports_only(py) for py in _earlier_cells())
 
 
 _PLAIN = (int, float, complex, str, bool, type(None), bytes)
@@ -191,6 +195,45 @@ def _defined_names(source: str) -> set:
     return out
 
 
+def _reads(source: str) -> set:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def helper_defs(sources, cell_source: str, imports: str = "") -> str:
+    """The top-level ``def``s of other cells (``sources``: Python source in notebook order; the
+    last binding of a name wins, as in the notebook) that the exercise cell reads and neither
+    defines nor imports, with the ``def``s those read in turn — so a helper the student wrote
+    in an earlier cell travels with the exercise cell. They are appended to it (the cell's own
+    line numbers stay) and loaded under the same rules as the cell's own definitions."""
+    defs: dict[str, tuple[int, str]] = {}
+    for k, src in enumerate(sources):
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        lines = src.splitlines(keepends=True)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+                defs[node.name] = ((k, node.lineno), "".join(lines[start:node.end_lineno]))
+            else:       # a later import or assignment of the name shadows an earlier def
+                for n in _defined_names(ast.unparse(node)):
+                    defs.pop(n, None)
+    have = _defined_names(cell_source) | _defined_names(imports)
+    want, taken = _reads(cell_source) - have, {}
+    while want:
+        n = want.pop()
+        if n in taken or n not in defs:
+            continue
+        taken[n] = defs[n]
+        want |= _reads(defs[n][1]) - have - set(taken)
+    return "".join("\n\n" + text.rstrip("\n") + "\n" for _, text in sorted(taken.values()))
+
+
 def _imports_from_globals(code, glb: dict, defined: set) -> str:
     """Import statements for the modules and importable functions/classes ``code`` reads from
     its globals that neither the cell nor the earlier imports define (a kernel without input
@@ -234,9 +277,12 @@ def collect(fn) -> dict:
     name = next((k for k, v in glb.items() if v is fn and not k.startswith("_")
                  and k.isidentifier()), None) or next(
         (k for k, v in glb.items() if v is fn and k.isidentifier()), target.__name__)
+    helpers = ""
     if _is_cell_file(filename):
         source = "".join(linecache.getlines(filename))
         imports = _earlier_imports()
+        helpers = helper_defs(_earlier_cells(), source, imports)
+        source = source.rstrip("\n") + "\n" + helpers if helpers else source
     else:
         try:
             with open(filename, encoding="utf-8") as f:
@@ -264,7 +310,7 @@ def collect(fn) -> dict:
     imports += _imports_from_globals(cell_code or code, glb, defined)
     defined |= _defined_names(imports)
     constants = {}
-    for n in _code_names(code, set()):
+    for n in _code_names(code, set()) | _reads(helpers):
         if n in defined or hasattr(builtins, n) or n not in glb:
             continue
         v = _to_plain(glb[n])

@@ -67,6 +67,11 @@ def _imports(source: str) -> str:
     return imports_only(python_source(source))
 
 
+def helper_defs(sources, cell: str, imports: str) -> str:
+    from labkit.check.loader import helper_defs as defs
+    return defs(sources, cell, imports)
+
+
 def defines(source: str) -> set[str]:
     """Names a cell defines at top level (functions, classes, assignments)."""
     try:
@@ -180,14 +185,24 @@ def read_exercises(canon: Canonical, student_nb) -> tuple[dict[str, FoundCell], 
             continue
         used.add(idx)
         src = cells[idx].get("source", "")
-        hits = _flags_for(src)
-        if hits:
-            flags.setdefault(ex.name, []).extend(f"{ex.solution_id}: {h}" for h in hits)
         others = [cells[i].get("source", "") for i in code if i != idx]
         imports = canon_imports + "".join(_imports(s) for s in others)
+        # helpers the cell calls, defined in other cells run before the check cell
+        upto = chk if chk is not None and chk > idx else len(cells)
+        helpers = helper_defs([python_source(cells[i].get("source", "")) for i in code
+                               if i != idx and i < upto], python_source(src), imports)
+        hits = _flags_for(src + helpers)
+        if hits:
+            flags.setdefault(ex.name, []).extend(f"{ex.solution_id}: {h}" for h in hits)
+        if helpers:
+            flags.setdefault(ex.name, []).append(
+                "functions from other cells it calls were graded with it: "
+                + ", ".join(sorted(defines(helpers))))
         earlier = [cells[i].get("source", "") for i in code if i < idx]
-        consts = _constants(earlier, _reads(src) - defines(src))
-        found[ex.name] = FoundCell(source=python_source(src), imports=imports, constants=consts,
-                                   index=idx, how=how)
+        consts = _constants(earlier, (_reads(src) | _reads(helpers))
+                            - defines(src) - defines(helpers))
+        body = python_source(src)
+        found[ex.name] = FoundCell(source=body.rstrip("\n") + "\n" + helpers if helpers else body,
+                                   imports=imports, constants=consts, index=idx, how=how)
     return found, missing, {k: v for k, v in flags.items() if v}
 
