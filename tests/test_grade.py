@@ -118,6 +118,7 @@ EXPECTED = {
     "pete": {"gf_add_one": (0, "wrong"), "gf_double": (2, "passed")},
     "quin": {"gf_add_one": (1, "passed"), "gf_double": (2, "passed")},
     "rosa": {"gf_add_one": (1, "passed"), "gf_double": (2, "passed")},
+    "sam": {"gf_add_one": (1, "passed"), "gf_double": (2, "passed")},
 }
 
 
@@ -215,6 +216,12 @@ def build_class(root: Path) -> dict:
     put("quin.ipynb", _strip_metadata(sol))
     put("rosa/99_other_lab.ipynb", sol)
     put("rosa/99_other_lab-Copy1.ipynb", stub)
+    # honest mishaps: the kernel renamed (and the check call edited to match); a helper
+    # written in an earlier cell that the exercise calls
+    sam = _set(sol, "ex-gf_add_one", _fn("add_one_v2", "return x + 1"))
+    sam = _set(sam, "check-gf_add_one", "check.gf_add_one(add_one_v2)")
+    sam.cells[4].source = "def _times(x, k):\n    return k * x"
+    put("sam.ipynb", _set(sam, "ex-gf_double", _fn("double", "return _times(x, 2)")))
     return {"solutions": root / "solutions", "subs": subs, "pkg": root / "pkg",
             "labkit": root / "lk"}
 
@@ -292,6 +299,10 @@ def test_flags_point_the_instructor_at_suspicious_cells_and_mishaps(graded):
     assert "cell metadata is missing" in by[("quin", "gf_add_one")]["flags"]
     assert "found by its function" in by[("judy", "gf_add_one")]["flags"]
     assert "2 copies" in by[("rosa", "gf_add_one")]["flags"]
+    assert "graded add_one_v2(), the function its check cell names" in \
+        by[("sam", "gf_add_one")]["flags"]
+    assert "functions from other cells it calls were graded with it: _times" in \
+        by[("sam", "gf_double")]["flags"]
     assert {r["notebook"] for r in graded["rows"] if r["student"] == "rosa"} == \
         {"rosa/99_other_lab.ipynb"}                                  # the best copy counts
 
@@ -406,6 +417,17 @@ def test_exercise_cells_are_read_statically_from_the_student(course):
     assert "unused" not in src and found["gf_add_one"].constants == {"LIMIT": 7}
     assert any("other cells it calls were graded with it: _id, _plus" in f
                for f in flags["gf_add_one"])
+    # a renamed kernel with the check call edited to match, metadata stripped: still graded
+    renamed = _set(solution_notebook(), "ex-gf_double", _fn("double2", "return 2 * x"))
+    renamed = _strip_metadata(_set(renamed, "check-gf_double", "check.gf_double(double2)"))
+    renamed.cells[5].source = "def double2(x):\n    return 2 * x\n\ndef double(x):\n    pass"
+    found, _, flags = grade.read_exercises(canon, renamed)
+    assert found["gf_double"].function is None          # the exercise's own name is defined
+    renamed.cells[5].source = "def double2(x):\n    return 2 * x"
+    found, missing, flags = grade.read_exercises(canon, renamed)
+    assert missing == {} and found["gf_double"].function == "double2"
+    assert "found by its function double2()" in flags["gf_double"][0]
+    assert "graded double2(), the function its check cell names" in flags["gf_double"][-1]
     # stripped metadata: found by the function the stub defines, flagged
     bare = _strip_metadata(solution_notebook())
     found, missing, flags = grade.read_exercises(canon, bare)

@@ -125,6 +125,40 @@ class FoundCell:
     constants: dict
     index: int
     how: str                    # "grade_id" or "function name"
+    function: str | None = None  # the function to check, when not the exercise's own name
+
+
+def _called_function(cells, code, name: str) -> str | None:
+    """The function the last code cell ending in ``check.<name>(fn)`` passes, or None."""
+    from .notebooks import parse_check_line
+
+    for i in reversed(code):
+        src = cells[i].get("source", "")
+        if f"check.{name}(" not in src:
+            continue
+        try:
+            got, fn, _ = parse_check_line(python_source(src))
+        except ValueError:
+            continue
+        if got == name and fn.isidentifier():
+            return fn
+    return None
+
+
+def _renamed_function(ex, src: str, check_src: str) -> str | None:
+    """The function the student's own check cell passes to ``check.<ex.name>`` when the
+    exercise cell defines that one and not the exercise's name (a renamed kernel, the check
+    call edited to match): graded, not zeroed."""
+    from .notebooks import parse_check_line
+
+    have = defines(src)
+    if not ex.fn_src.isidentifier() or ex.fn_src in have or not check_src:
+        return None
+    try:
+        name, fn, _ = parse_check_line(python_source(check_src))
+    except ValueError:
+        return None
+    return fn if name == ex.name and fn.isidentifier() and fn in have else None
 
 
 def read_exercises(canon: Canonical, student_nb) -> tuple[dict[str, FoundCell], dict[str, str],
@@ -169,14 +203,20 @@ def read_exercises(canon: Canonical, student_nb) -> tuple[dict[str, FoundCell], 
         if idx is None and ex.fn_src.isidentifier():
             # stripped metadata or a renamed grade_id: the cell that defines the function
             # (a cell that belongs to another exercise by grade_id is not taken)
-            cand = [i for i in code if i not in used and ex.fn_src in defines(cells[i].source)
-                    and _nbg(cells[i]).get("grade_id") not in exercise_gids - {ex.solution_id}
-                    and not _nbg(cells[i]).get("grade")]
+            def cells_defining(fn):
+                return [i for i in code if i not in used and fn in defines(cells[i].source)
+                        and _nbg(cells[i]).get("grade_id") not in exercise_gids - {ex.solution_id}
+                        and not _nbg(cells[i]).get("grade")]
+            fn_name = ex.fn_src
+            cand = cells_defining(fn_name)
+            if not cand:      # renamed too: the function the cell calling this check names
+                fn_name = _called_function(cells, code, ex.name) or fn_name
+                cand = cells_defining(fn_name) if fn_name != ex.fn_src else []
             if cand:
                 idx, how = cand[-1], "function name"
                 gid = _nbg(cells[idx]).get("grade_id")
                 flags.setdefault(ex.name, []).append(
-                    f"exercise cell found by its function {ex.fn_src}() "
+                    f"exercise cell found by its function {fn_name}() "
                     + (f"(its grade_id is {gid!r}, not {ex.solution_id!r})" if gid
                        else "(its cell metadata is missing)") + "; graded")
         if idx is None:
@@ -187,6 +227,9 @@ def read_exercises(canon: Canonical, student_nb) -> tuple[dict[str, FoundCell], 
         src = cells[idx].get("source", "")
         others = [cells[i].get("source", "") for i in code if i != idx]
         imports = canon_imports + "".join(_imports(s) for s in others)
+        if chk is None:       # stripped metadata: the first later cell that calls this check
+            chk = next((i for i in code if i > idx
+                        and f"check.{ex.name}(" in cells[i].get("source", "")), None)
         # helpers the cell calls, defined in other cells run before the check cell
         upto = chk if chk is not None and chk > idx else len(cells)
         helpers = helper_defs([python_source(cells[i].get("source", "")) for i in code
@@ -202,7 +245,13 @@ def read_exercises(canon: Canonical, student_nb) -> tuple[dict[str, FoundCell], 
         consts = _constants(earlier, (_reads(src) | _reads(helpers))
                             - defines(src) - defines(helpers))
         body = python_source(src)
+        fn = _renamed_function(ex, src, cells[chk].get("source", "") if chk is not None else "")
+        if fn:
+            flags.setdefault(ex.name, []).append(
+                f"graded {fn}(), the function its check cell names (the exercise's name is "
+                f"{ex.fn_src}(), which the cell does not define)")
         found[ex.name] = FoundCell(source=body.rstrip("\n") + "\n" + helpers if helpers else body,
-                                   imports=imports, constants=consts, index=idx, how=how)
+                                   imports=imports, constants=consts, index=idx, how=how,
+                                   function=fn)
     return found, missing, {k: v for k, v in flags.items() if v}
 

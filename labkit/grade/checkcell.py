@@ -70,7 +70,7 @@ def run_exercise(ex: ExerciseSpec, cell: FoundCell, timeout: float) -> tuple[dic
         del os.environ[k]
     os.environ.update(LABKIT_GRADING="1", LABKIT_SEED=str(seed))
     try:
-        fn = ex.fn_src if ex.fn_src.isidentifier() else None
+        fn = cell.function or (ex.fn_src if ex.fn_src.isidentifier() else None)
         res = check.run_source(ex.name, cell.source, cell.imports, function=fn,
                                constants=cell.constants, timeout=timeout).to_dict()
     except Exception as e:  # noqa: BLE001 - a checker failure is this exercise's error
