@@ -27,13 +27,14 @@ import numpy as np
 from labkit._common import check_threads, check_tile, is_int, raise_mismatch, use_threads
 from labkit._sizes import resolve_size
 
+from . import panels
 from .engine import KB, as_engine_rows, engine_rows, standardize_into
 from .kernels import KBLOCK          # re-exported; the kernels themselves at the end
 
 __all__ = [
     "SIZES", "Inputs", "PCCInputs", "make_inputs", "reference", "validate",
     "pearson_allpairs", "correlated_pairs", "pcc_threads", "blas_pcc", "gflops",
-    "DEFAULT_TILE", "SCHEDULES",
+    "DEFAULT_TILE", "SCHEDULES", "engine_input",
     # kernels.py
     "standardize", "pcc_naive", "pcc_transformed", "pcc_tiled", "KBLOCK",
     # mapping.py
@@ -185,27 +186,46 @@ def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule="static"):
     if need > 0.7 * _phys_mem():
         raise ValueError(f"the {n}×{n} result needs {need / 2**30:.1f} GiB, more than this "
                          "machine's memory allows; use correlated_pairs(X, threshold) instead")
-    Z, const = _standardized_rows(X, P)
+    Z, const = _standardized_rows(X, P, tile)
     R, _ = _run_tiles(Z, tile, schedule, P, KB)
     _nan_const(R, const, "X")
     return R
 
 
-def _standardized_rows(X, P):
-    """(Z, const): X's rows standardised straight into engine rows (aligned, zero-padded)."""
+def _standardized_rows(X, P, tile=DEFAULT_TILE):
+    """(Z, const): X's rows standardised straight into what the engine runs on for this tile —
+    packed panels ``(Zp, n)`` where ``panels.applies(tile)`` (AVX-512 hosts, tile a multiple
+    of 8), else engine rows (aligned, zero-padded). The same bits of Z either way."""
     n, l = X.shape
-    Z = engine_rows(n, l)
     const = np.empty(n, dtype=np.bool_)
     with use_threads(P):
+        if panels.applies(tile):
+            Zp = panels.panel_rows(n, l)
+            panels.standardize_panels(X, Zp, const)
+            return (Zp, n), const
+        Z = engine_rows(n, l)
         standardize_into(X, Z, const)
     return Z, const
+
+
+def engine_input(Z, tile=DEFAULT_TILE):
+    """Standardised rows Z (n × l) in the form the engine runs on for this tile: packed panels
+    ``(Zp, n)`` (``panels.as_panels``) or engine rows (``engine.as_engine_rows``). Given to
+    ``pcc_threads``, the kernel is timed without that copy."""
+    if isinstance(Z, tuple):
+        return Z
+    Z = np.asarray(Z, dtype=np.float64)
+    if Z.ndim != 2:
+        raise ValueError(f"Z must be 2-D (n variables × l samples), got shape {Z.shape}")
+    return panels.as_panels(Z) if panels.applies(tile) else as_engine_rows(Z)
 
 
 def pcc_threads(Z, tile=DEFAULT_TILE, schedule="static", threads=None, kb=None):
     """Fast kernel on standardised rows Z: (R, owner) with owner[J] = thread that did tile J.
 
-    Z's rows are copied into aligned, zero-padded engine rows first unless they already are
-    (``engine.as_engine_rows``); ``kb`` (samples per k-block) defaults to ``engine.KB``."""
+    Z's rows are copied into the engine's form first (``engine_input``: packed panels or aligned,
+    zero-padded rows) unless they already are; ``kb`` (samples per k-block) defaults to
+    ``engine.KB``."""
     tile = _check_tile(tile)
     schedule = _check_schedule(schedule)
     P = check_threads(threads)
@@ -213,14 +233,17 @@ def pcc_threads(Z, tile=DEFAULT_TILE, schedule="static", threads=None, kb=None):
         kb = KB
     elif not is_int(kb) or kb < 1:
         raise ValueError(f"kb must be a positive int (samples per k-block), got {kb!r}")
-    Z = np.asarray(Z, dtype=np.float64)
-    if Z.ndim != 2:
-        raise ValueError(f"Z must be 2-D (n variables × l samples), got shape {Z.shape}")
-    return _run_tiles(as_engine_rows(Z), tile, schedule, P, int(kb))
+    if isinstance(Z, tuple) and not panels.applies(tile):
+        raise ValueError(f"packed panels run only where panels.applies(tile={tile}); pass Z itself")
+    return _run_tiles(engine_input(Z, tile), tile, schedule, P, int(kb))
+
+
+def _n_vars(Z):
+    return Z[1] if isinstance(Z, tuple) else Z.shape[0]
 
 
 def _run_tiles(Z, tile, schedule, P, kb):
-    n = Z.shape[0]
+    n = _n_vars(Z)
     m = -(-n // tile)
     T = m * (m + 1) // 2
     R = np.empty((n, n))
@@ -261,7 +284,7 @@ def correlated_pairs(X, threshold, tile=DEFAULT_TILE, threads=None, tiles_per_pa
         raise ValueError(f"threshold = {threshold} must be in (0, 1]; |r| ≥ 0 keeps every pair "
                          "— use pearson_allpairs for the full matrix")
     n = X.shape[0]
-    Z, const = _standardized_rows(X, P)
+    Z, const = _standardized_rows(X, P, tile)
     if const.any():
         warnings.warn(f"{int(const.sum())} constant row(s) in X (first: {np.flatnonzero(const)[0]}):"
                       " PCC undefined, they appear in no pair", RuntimeWarning, stacklevel=2)
@@ -276,7 +299,7 @@ def correlated_pairs(X, threshold, tile=DEFAULT_TILE, threads=None, tiles_per_pa
 
 def _pairs_over_range(Z, tile, J0, J1, threshold, P, tiles_per_pass, max_pairs):
     """Passes over tile ids [J0, J1): compute into a reused buffer, keep pairs ≥ threshold."""
-    n = Z.shape[0]
+    n = _n_vars(Z)
     buf = np.empty((min(tiles_per_pass, max(1, J1 - J0)), tile, tile))
     parts_i, parts_j, parts_v = [], [], []
     total = 0

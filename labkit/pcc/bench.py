@@ -19,9 +19,9 @@ import numba
 from labkit import bench
 from labkit.bench import Target, ratio_of
 
-from . import (blas_pcc, make_inputs, pcc_naive, pcc_threads, pcc_tiled, pcc_transformed,
-               pearson_allpairs, standardize, validate)
-from .engine import MR, NR, as_engine_rows
+from . import (DEFAULT_TILE, blas_pcc, engine_input, make_inputs, panels, pcc_naive, pcc_threads,
+               pcc_tiled, pcc_transformed, pearson_allpairs, standardize, validate)
+from .engine import MR, NR
 
 __all__ = ["TARGETS", "run_benchmark", "large_run", "blas_threads", "blas_info"]
 
@@ -161,7 +161,7 @@ def run_benchmark(size=None, repeat=5):
     P = numba.get_num_threads()
     with blas_threads(P) as pinned:
         blas = blas_info()
-        Zm = as_engine_rows(standardize(inp.X)[0])     # the kernel row times the kernel alone
+        Zm = engine_input(standardize(inp.X)[0])       # the kernel row times the kernel alone
         res = bench.compare(_variants(inp.X, Zm), repeat=repeat, min_time=0.2, work=work,
                             unit="flop", validate=lambda R: validate(R, expected),
                             label=f"all-pairs PCC n={n} l={l}, standardisation included, "
@@ -182,10 +182,12 @@ def run_benchmark(size=None, repeat=5):
     def tiled(X):
         return pcc_tiled(standardize(X)[0], 96)
 
+    block = (f"8×{8 * panels.NV} panel micro-kernel" if panels.applies(DEFAULT_TILE)
+             else f"{MR}×{NR} blocks")
     steps = bench.compare({"pcc_naive (Eq. 1, 1 thread)": pcc_naive,
                            "standardize + pcc_transformed (1 thread)": transformed,
                            "standardize + pcc_tiled (1 thread)": tiled,
-                           f"pearson_allpairs ({MR}×{NR} blocks, full width, threads)": pearson_allpairs},
+                           f"pearson_allpairs ({block}, full width, threads)": pearson_allpairs},
                           (sp.X,), repeat=repeat, min_time=0.2, work=ns * (ns + 1) / 2,
                           unit="pairs", validate=lambda R: validate(R, exp_s),
                           label=f"optimisation steps at n={ns}, l={ls}")

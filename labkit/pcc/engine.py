@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import get_thread_id, prange
+from numba import get_thread_id, prange, types
+from numba.extending import overload
 
 from labkit.jit import njit
 
@@ -63,32 +64,41 @@ def as_engine_rows(Z):
     return Zp
 
 
+@njit(cache=True, nogil=True)
+def _row_moments(x):
+    """(mean, 1/‖x − mean‖, constant?) of one row, two-pass, sums in sample order; a constant
+    row (every sample equal to the first) → inverse norm 0. Shared by every standardisation."""
+    l = x.shape[0]
+    x0 = x[0]
+    mean = 0.0
+    same = True
+    for k in range(l):
+        mean += x[k]
+        if x[k] != x0:
+            same = False
+    mean /= l
+    inv = 0.0
+    if not same:
+        ss = 0.0
+        for k in range(l):
+            d = x[k] - mean
+            ss += d * d
+        inv = 1.0 / math.sqrt(ss)
+    return mean, inv, same
+
+
 @njit(cache=True, parallel=True)
 def standardize_into(X, Z, const):
     """Eq. 4 (two-pass) into Z: Z[i, :l] = (X[i] − mean) / ‖X[i] − mean‖ and Z[i, l:] = 0 (the
     padding of engine rows); a constant row (every sample equal to the first) → zeros,
     const[i] = True. No fastmath: sums in sample order, so every path that standardises
-    (``kernels.standardize``, the entry points, the MPI ranks) gets the same bits."""
+    (``kernels.standardize``, the entry points, the MPI ranks, ``panels``) gets the same bits."""
     n, l = X.shape
     for i in prange(n):
         x = X[i]
         z = Z[i]
-        x0 = x[0]
-        mean = 0.0
-        same = True
-        for k in range(l):
-            mean += x[k]
-            if x[k] != x0:
-                same = False
-        mean /= l
+        mean, inv, same = _row_moments(x)
         const[i] = same
-        inv = 0.0
-        if not same:
-            ss = 0.0
-            for k in range(l):
-                d = x[k] - mean
-                ss += d * d
-            inv = 1.0 / math.sqrt(ss)
         for k in range(l):
             z[k] = (x[k] - mean) * inv
         for k in range(l, Z.shape[1]):
@@ -187,25 +197,56 @@ def _finish_tile(R, i0, i1, j0, j1, diag):
             R[j, i] = v
 
 
+# Z is either engine rows (n × l, the MR×NR block above) or, where ``panels.applies(tile)``, the
+# tuple (packed panels, n) of ``panels.py`` (its 8 × 24 micro-kernel): the drivers below run
+# both, picked when numba types Z.
+def _n_vars(Z):
+    """Number of variables in the drivers' Z (rows or (panels, n))."""
+
+
+@overload(_n_vars)
+def _ov_n_vars(Z):
+    if isinstance(Z, types.BaseTuple):
+        return lambda Z: Z[1]
+    return lambda Z: Z.shape[0]
+
+
+def _tile_into(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
+    """One tile (rows [i0, i1) × columns [j0, j1)) into out[i - oi, j - oj]; sym: a tile of R
+    itself, clipped to [-1, 1] and mirrored into its lower triangle."""
+
+
+@overload(_tile_into)
+def _ov_tile_into(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
+    if isinstance(Z, types.BaseTuple):
+        from .panels import panel_tile
+
+        def impl(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
+            panel_tile(Z[0], Z[1], i0, i1, j0, j1, diag, kb, out, oi, oj, sym)
+        return impl
+
+    def impl(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
+        if sym and diag:         # a diagonal tile: its block rows overlap the lower triangle
+            block_tile(Z, i0, i1, j0, j1, True, kb, out, oi, oj, False)
+            _finish_tile(out, i0, i1, j0, j1, True)
+        else:                    # clipped and mirrored by the block itself if sym
+            block_tile(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym)
+    return impl
+
+
 @njit(cache=True, nogil=True)
 def _do_tile(Z, R, tile, m, J, kb):
-    n = Z.shape[0]
+    n = _n_vars(Z)
     yt, xt = _job_coords_nb(m, J)
     i0 = yt * tile
-    i1 = min(n, i0 + tile)
     j0 = xt * tile
-    j1 = min(n, j0 + tile)
-    if yt == xt:                 # a diagonal tile: its block rows overlap the lower triangle
-        block_tile(Z, i0, i1, j0, j1, True, kb, R, 0, 0, False)
-        _finish_tile(R, i0, i1, j0, j1, True)
-    else:                        # clipped and mirrored by the block itself
-        block_tile(Z, i0, i1, j0, j1, False, kb, R, 0, 0, True)
+    _tile_into(Z, i0, min(n, i0 + tile), j0, min(n, j0 + tile), yt == xt, kb, R, 0, 0, True)
 
 
 @njit(cache=True, parallel=True)
 def pcc_tiles_static(Z, tile, kb, P, R, owner):
     """Thread p takes tile ids [p·ceil(T/P), (p+1)·ceil(T/P)) (the seed's split); fills R."""
-    n = Z.shape[0]
+    n = _n_vars(Z)
     m = (n + tile - 1) // tile
     T = m * (m + 1) // 2
     chunk = (T + P - 1) // P
@@ -218,7 +259,7 @@ def pcc_tiles_static(Z, tile, kb, P, R, owner):
 @njit(cache=True, parallel=True)
 def pcc_tiles_cyclic(Z, tile, kb, P, R, owner):
     """Thread p takes tile ids p, p+P, p+2P, … (interleaved, as Alg. 1's loop); fills R."""
-    n = Z.shape[0]
+    n = _n_vars(Z)
     m = (n + tile - 1) // tile
     T = m * (m + 1) // 2
     for p in prange(P):
@@ -231,7 +272,7 @@ def pcc_tiles_cyclic(Z, tile, kb, P, R, owner):
 def pcc_tiles_dynamic(Z, tile, kb, R, owner):
     """prange over tile ids; with numba.parallel_chunksize(c) set, threads grab chunks as they
     finish (dynamic). Fills R."""
-    n = Z.shape[0]
+    n = _n_vars(Z)
     m = (n + tile - 1) // tile
     T = m * (m + 1) // 2
     for J in prange(T):
@@ -242,7 +283,7 @@ def pcc_tiles_dynamic(Z, tile, kb, R, owner):
 @njit(cache=True, parallel=True)
 def pcc_tiles_rows(Z, tile, kb, R, owner):
     """prange over tile *rows* (no bijection): triangular work split statically — unbalanced."""
-    n = Z.shape[0]
+    n = _n_vars(Z)
     m = (n + tile - 1) // tile
     for yt in prange(m):
         for xt in range(yt, m):
@@ -258,13 +299,13 @@ def tiles_to_buffer(Z, tile, kb, J0, J1, buf):
 
     ``nogil`` (as ``extract_pairs``): a Python thread can compute the next pass while another
     extracts this one — Alg. 2's double buffering, shown in the notebook."""
-    n = Z.shape[0]
+    n = _n_vars(Z)
     m = (n + tile - 1) // tile
     for b in prange(J1 - J0):
         yt, xt = _job_coords_nb(m, J0 + b)
         i0 = yt * tile
         j0 = xt * tile
-        block_tile(Z, i0, min(n, i0 + tile), j0, min(n, j0 + tile), yt == xt, kb,
+        _tile_into(Z, i0, min(n, i0 + tile), j0, min(n, j0 + tile), yt == xt, kb,
                    buf[b], i0, j0, False)
 
 

@@ -43,7 +43,7 @@ def distributed_pcc(X, comm=None, tile=DEFAULT_TILE, threshold=None, threads=Non
     tile = _check_tile(tile)
     P = check_threads(threads)
     n = X.shape[0]
-    Z, const = _standardized_rows(X, P)        # the engine's aligned, zero-padded rows
+    Z, const = _standardized_rows(X, P, tile)  # the engine's panels or aligned rows
     m = -(-n // tile)
     T = m * (m + 1) // 2
     J0, J1 = rank_tile_range(rank, size, T)

@@ -1,6 +1,7 @@
-"""Tests for labkit.pcc.engine (the fast path): aligned padded rows, the fused standardisation,
-the 6×4 block over several k-blocks with odd sizes against np.corrcoef, the in-block mirror, and
-the hot loop's code (full-width FMAs, no spills) on AVX-512 hosts."""
+"""Tests for labkit.pcc.engine (the fast path): aligned padded rows and packed panels, the fused
+standardisation, both engines (the 6×4 row block; the 8×24 panel micro-kernel where
+``panels.ENABLED``) over several k-blocks with odd sizes against np.corrcoef, the in-block mirror,
+and the hot loops' code (full-width FMAs, no spills) on AVX-512 hosts."""
 from __future__ import annotations
 
 import re
@@ -11,7 +12,17 @@ import pytest
 
 from labkit import pcc
 from labkit.jit import vector_bits
-from labkit.pcc import engine
+from labkit.pcc import engine, panels
+
+
+@pytest.fixture(params=["panels", "rows"])
+def path(request, monkeypatch):
+    """Both engines in this process: the panel micro-kernel (where it runs here) and the row
+    block, which every host without AVX-512 runs (``panels.ENABLED = False``)."""
+    if request.param == "panels" and not panels.ENABLED:
+        pytest.skip("no AVX-512 here: the entry points run the row engine only")
+    monkeypatch.setattr(panels, "ENABLED", request.param == "panels")
+    return request.param
 
 
 def _corrcoef(X):
@@ -37,8 +48,24 @@ def test_engine_rows_aligned_and_padded(n, l):
     assert engine.as_engine_rows(Zp) is Zp       # already engine rows: no copy
 
 
+@pytest.mark.parametrize("n, l", [(1, 3), (9, 20), (13, 1037), (50, 9)])
+def test_panels_packed_and_same_bits(n, l):
+    Zp = panels.panel_rows(n, l)
+    assert Zp.ctypes.data % 64 == 0 and Zp.shape == (-(-n // 8), l, 8)
+    X = np.random.default_rng(l).random((n, l))
+    X[0] = 5.0                                   # a constant row
+    const = np.empty(n, dtype=np.bool_)
+    Zp[:] = np.nan
+    panels.standardize_panels(X, Zp, const)
+    Z, c = pcc.standardize(X)
+    rows = Zp.transpose(0, 2, 1).reshape(-1, l)  # panel p, lane r → row 8p + r
+    assert np.array_equal(rows[:n], Z) and (rows[n:] == 0).all() and np.array_equal(c, const)
+    Zq, nq = panels.as_panels(Z)
+    assert nq == n and np.array_equal(Zq, Zp)
+
+
 @pytest.mark.parametrize("n, l", [(203, 1037), (61, 513), (130, 1024), (97, 1500)])
-def test_several_k_blocks_odd_sizes(n, l):
+def test_several_k_blocks_odd_sizes(n, l, path):
     """l > engine.KB: the sums are split over k-blocks and the last one clips and mirrors."""
     X = np.random.default_rng(n + l).normal(size=(n, l))
     ref = _corrcoef(X)
@@ -63,20 +90,22 @@ def test_pcc_threads_bad_kb():
         pcc.pcc_threads(Z[0])
 
 
-def test_buffer_tiles_match_the_matrix():
+@pytest.mark.parametrize("n", [150, 147])
+def test_buffer_tiles_match_the_matrix(n, path):
     """tiles_to_buffer (no mirror, no clip, tile-local cells) and pearson_allpairs: the same bits."""
-    X = np.random.default_rng(3).random((150, 700))
+    X = np.random.default_rng(3).random((n, 700))
     tile = 48
-    Z, _ = pcc._standardized_rows(X, 1)
-    m, T = pcc.n_tiles(150, tile)
+    Z, _ = pcc._standardized_rows(X, 1, tile)
+    assert isinstance(Z, tuple) == (path == "panels")
+    m, T = pcc.n_tiles(n, tile)
     buf = np.zeros((T, tile, tile))
     engine.tiles_to_buffer(Z, tile, engine.KB, 0, T, buf)
     R = pcc.pearson_allpairs(X, tile=tile)
     for J in range(T):
-        yt, xt = pcc.tile_coords(150, tile, J)
+        yt, xt = pcc.tile_coords(n, tile, J)
         i0, j0 = yt * tile, xt * tile
-        for i in range(i0, min(150, i0 + tile)):
-            for j in range(max(i, j0), min(150, j0 + tile)):
+        for i in range(i0, min(n, i0 + tile)):
+            for j in range(max(i, j0), min(n, j0 + tile)):
                 assert min(1.0, max(-1.0, buf[J, i - i0, j - j0])) == R[i, j]   # R is clipped
 
 
@@ -96,3 +125,21 @@ def test_hot_loop_full_width_no_spills():
     assert len(fma) == engine.MR * engine.NR
     assert all("zmm" in f for f in fma)
     assert len(re.findall(r"vmovupd\s+\(", hot)) + sum("(" in f for f in fma) == engine.MR + engine.NR
+
+
+@pytest.mark.skipif(not panels.ENABLED, reason="no AVX-512 here: the panel engine does not run")
+def test_panel_micro_kernel_registers():
+    """The 8×24 micro-kernel's k loop: 24 zmm FMAs into register accumulators, 3 vector loads and
+    8 broadcasts per k, no spills, no horizontal sums."""
+    from labkit import inspect as lk
+    Zp, _ = panels.as_panels(np.ones((32, 64)))
+    out = np.zeros((32, 32))
+    args = (Zp, 0, 0, 3, 0, 64, out, 0, 8, True, True)
+    asm = str(lk.asm(panels._ukernel, args))
+    assert not re.search(r"\b(Spill|Reload)\b", asm)
+    hot = max(re.split(r"\n\.LBB\S+:", asm), key=lambda b: b.count("vfmadd"))
+    fma = re.findall(r"vfmadd\w*pd\s+[^\n]*", hot)
+    assert len(fma) == 8 * panels.NV and all("zmm" in f for f in fma)
+    loads = len(re.findall(r"vmov[au]pd\s+\(", hot)) + sum("{1to8}" not in f and "(" in f for f in fma)
+    broadcasts = len(re.findall(r"vbroadcastsd\s+", hot)) + sum("{1to8}" in f for f in fma)
+    assert (loads, broadcasts) == (panels.NV, 8)

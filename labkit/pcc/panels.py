@@ -1,0 +1,236 @@
+"""labkit's packed-panel micro-kernel (AVX-512 hosts): what ``engine.py``'s drivers run when
+``ENABLED`` and the tile is a multiple of 8 variables; elsewhere they run the 6×4 row block.
+
+BLIS-style (Van Zee & van de Geijn): the rows are standardised straight into **k-major panels of
+8 variables** (``Zp[p, k, r] = Z[8p + r, k]``, 64-byte aligned, zero rows past n), so one sample k
+of 8 variables is one cache line, one ``<8 x double>`` load. The micro-kernel computes an
+**8 × 8·nv block** of R (nv = 1, 2, 3 column panels): per k it loads nv column vectors and
+broadcasts the 8 row values, ``8·nv`` FMAs into ``8·nv`` vector accumulators that stay in
+registers for the whole k loop (nv = 3: 24 zmm accumulators, 3 loads + 8 broadcasts per 24 FMAs)
+— no horizontal sums: each accumulator lane is one cell R[i, j]. It is written as LLVM IR
+(``numba.extending.intrinsic``, the pattern of ``labkit/epistasis/_intrinsics.py``), so LLVM has
+nothing left to vectorise and compiles it quickly; the last k-block of a tile of R clips each
+cell to [-1, 1] and stores the block's transpose too (the mirror).
+
+Loop order in a tile (``panel_tile``): k-blocks of ``kb`` samples → groups of 3 column panels →
+row panels (the other order, row panels outside, ran 2–5 % slower: docs/pcc.md); a tile's two
+k-slices (2 · 192 · 512 · 8 B = 1.5 MiB) stay in L2. A panel containing rows ≥ n (n not a multiple of 8) is computed
+into an 8 × 8 scratch block and copied cell by cell (``_edge_block``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from labkit.jit import compiles_for_avx512, njit
+
+from .engine import _ALIGN, LANE, _row_moments
+
+__all__ = ["ENABLED", "NV", "applies", "panel_rows", "standardize_panels", "as_panels",
+           "panel_tile"]
+
+#: the panel engine runs where numba compiles for AVX-512F (32 zmm registers hold the 24
+#: accumulators); tests flip it to exercise the row engine in the same process
+ENABLED = compiles_for_avx512()
+#: column panels per micro-kernel call (8 × 8·NV block, 8·NV accumulators)
+NV = 3
+
+_F64 = ir.DoubleType()
+_VD = ir.VectorType(_F64, LANE)
+_I32, _I64 = ir.IntType(32), ir.IntType(64)
+
+
+def applies(tile) -> bool:
+    """Whether the entry points run the panel engine for this tile size."""
+    return ENABLED and int(tile) % LANE == 0
+
+
+# ---------------------------------------------------------------- packed panels
+def panel_rows(n, l):
+    """An uninitialised (ceil(n/8), l, 8) float64 array starting on a 64-byte line."""
+    P = -(-int(n) // LANE)
+    raw = np.empty(P * l * LANE + _ALIGN // 8)
+    off = (-raw.ctypes.data % _ALIGN) // 8
+    return raw[off:off + P * l * LANE].reshape(P, l, LANE)
+
+
+@njit(cache=True, parallel=True)
+def standardize_panels(X, Zp, const):
+    """Eq. 4 straight into panels: Zp[p, k, r] = Z[8p + r, k], the bits of ``standardize_into``
+    (the same ``_row_moments``, the same products); rows past n → zeros."""
+    n, l = X.shape
+    for p in prange(Zp.shape[0]):
+        for r in range(LANE):
+            i = p * LANE + r
+            if i < n:
+                x = X[i]
+                mean, inv, same = _row_moments(x)
+                const[i] = same
+                for k in range(l):
+                    Zp[p, k, r] = (x[k] - mean) * inv
+            else:
+                for k in range(l):
+                    Zp[p, k, r] = 0.0
+
+
+@njit(cache=True, parallel=True)
+def _pack(Z, Zp):
+    n, l = Z.shape
+    for p in prange(Zp.shape[0]):
+        for r in range(LANE):
+            i = p * LANE + r
+            for k in range(l):
+                Zp[p, k, r] = Z[i, k] if i < n else 0.0
+
+
+def as_panels(Z):
+    """Standardised rows Z (n × l) → (panels, n), the form the drivers take."""
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    n, l = Z.shape
+    Zp = panel_rows(n, l)
+    _pack(Z, Zp)
+    return Zp, n
+
+
+# ---------------------------------------------------------------- the micro-kernel (LLVM IR)
+def _make_ukernel(nv):
+    """An intrinsic ``uk(Zp, pi, pj, k0, kk, out, oi, oj, first, mirror)`` for an 8 × 8·nv block:
+    out[oi + c, oj + 8v + r] (+)= Σ_{k0 ≤ k < k0+kk} Zp[pi, k, c] · Zp[pj + v, k, r]; ``first``
+    stores, else adds to out; ``mirror``: clip to [-1, 1] and also store out[oj + 8v + r, oi + c]."""
+
+    @intrinsic
+    def uk(typingctx, Zp, pi, pj, k0, kk, out, oi, oj, first, mirror):
+        ints = (pi, pj, k0, kk, oi, oj)
+        if not (isinstance(Zp, types.Array) and Zp.ndim == 3 and isinstance(out, types.Array)
+                and out.ndim == 2 and out.layout == "C"
+                and all(isinstance(t, types.Integer) for t in ints)):
+            return None
+        sig = types.void(Zp, pi, pj, k0, kk, out, oi, oj, first, mirror)
+
+        def codegen(context, builder, signature, args):
+            A = context.make_array(signature.args[0])(context, builder, args[0])
+            O = context.make_array(signature.args[5])(context, builder, args[5])
+            c64 = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa: E731
+            pi_, pj_, k0_, kk_, oi_, oj_ = (c64(k) for k in (1, 2, 3, 4, 6, 7))
+            first_ = context.cast(builder, args[8], signature.args[8], types.boolean)
+            mirror_ = context.cast(builder, args[9], signature.args[9], types.boolean)
+            L = cgutils.unpack_tuple(builder, A.shape, 3)[1]
+            ldo = cgutils.unpack_tuple(builder, O.shape, 2)[1]
+            K = lambda v: ir.Constant(_I64, v)  # noqa: E731
+            lane = builder.mul
+
+            def panel_ptr(p):        # &Zp[p, k0, 0]
+                return builder.gep(A.data, [lane(builder.add(builder.mul(p, L), k0_), K(LANE))])
+
+            pa = panel_ptr(pi_)
+            pbs = [panel_ptr(builder.add(pj_, K(v))) for v in range(nv)]
+            zero = ir.Constant(_VD, [0.0] * LANE)
+            accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(nv)] for _ in range(LANE)]
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VD, [_VD] * 3),
+                                                 "llvm.fma.v8f64")
+            splat = ir.Constant(ir.VectorType(_I32, LANE), [0] * LANE)
+            undef = ir.Constant(_VD, ir.Undefined)
+            with cgutils.for_range(builder, kk_) as loop:
+                off = builder.mul(loop.index, K(LANE))
+                bv = [builder.load(builder.bitcast(builder.gep(pb, [off]), _VD.as_pointer()),
+                                   align=64) for pb in pbs]
+                for c in range(LANE):
+                    a = builder.load(builder.gep(pa, [builder.add(off, K(c))]))
+                    av = builder.shuffle_vector(builder.insert_element(undef, a, ir.Constant(_I32, 0)),
+                                                undef, splat)
+                    for v in range(nv):
+                        builder.store(builder.call(fma, [av, bv[v], builder.load(accs[c][v])]),
+                                      accs[c][v])
+            maxnum = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VD, [_VD] * 2),
+                                                    "llvm.maxnum.v8f64")
+            minnum = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VD, [_VD] * 2),
+                                                    "llvm.minnum.v8f64")
+            lo = ir.Constant(_VD, [-1.0] * LANE)
+            hi = ir.Constant(_VD, [1.0] * LANE)
+            # every cell's value first (a diagonal block's mirror lands on cells not yet read)
+            ptrs, vals = {}, {}
+            for c in range(LANE):
+                for v in range(nv):
+                    cell = builder.add(builder.mul(builder.add(oi_, K(c)), ldo),
+                                       builder.add(oj_, K(LANE * v)))
+                    ptr = builder.bitcast(builder.gep(O.data, [cell]), _VD.as_pointer())
+                    acc = builder.load(accs[c][v])
+                    val = builder.select(first_, acc, builder.fadd(builder.load(ptr, align=8), acc))
+                    clipped = builder.call(minnum, [builder.call(maxnum, [val, lo]), hi])
+                    ptrs[c, v], vals[c, v] = ptr, builder.select(mirror_, clipped, val)
+            for key, ptr in ptrs.items():
+                builder.store(vals[key], ptr, align=8)
+            with builder.if_then(mirror_):
+                for (c, v), val in vals.items():
+                    for r in range(LANE):
+                        mrow = builder.add(oj_, K(LANE * v + r))
+                        mcell = builder.add(builder.mul(mrow, ldo), builder.add(oi_, K(c)))
+                        builder.store(builder.extract_element(val, ir.Constant(_I32, r)),
+                                      builder.gep(O.data, [mcell]))
+            return context.get_dummy_value()
+        return sig, codegen
+    return uk
+
+
+_uk1, _uk2, _uk3 = (_make_ukernel(v) for v in (1, 2, 3))
+
+
+@njit(cache=True, nogil=True)
+def _ukernel(Zp, pi, pj, nv, k0, kk, out, oi, oj, first, mirror):
+    if nv == 3:
+        _uk3(Zp, pi, pj, k0, kk, out, oi, oj, first, mirror)
+    elif nv == 2:
+        _uk2(Zp, pi, pj, k0, kk, out, oi, oj, first, mirror)
+    else:
+        _uk1(Zp, pi, pj, k0, kk, out, oi, oj, first, mirror)
+
+
+@njit(cache=True, nogil=True)
+def _edge_block(Zp, n, pi, pj, kb, out, oi, oj, sym):
+    """The 8 × 8 block of panels (pi, pj) when one holds rows ≥ n: into a scratch block over every
+    k-block (the same sums as ``panel_tile``'s), then its cells < n copied (clipped and mirrored
+    if sym)."""
+    l = Zp.shape[1]
+    s = np.empty((LANE, LANE))
+    for k0 in range(0, l, kb):
+        _uk1(Zp, pi, pj, k0, min(kb, l - k0), s, 0, 0, k0 == 0, False)
+    for c in range(min(LANE, n - pi * LANE)):
+        i = pi * LANE + c
+        for r in range(min(LANE, n - pj * LANE)):
+            j = pj * LANE + r
+            v = s[c, r]
+            if sym:
+                v = min(1.0, max(-1.0, v))
+                out[j - oj, i - oi] = v
+            out[i - oi, j - oj] = v
+
+
+@njit(cache=True, nogil=True)
+def panel_tile(Zp, n, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
+    """out[i-oi, j-oj] = <Z_i, Z_j> for i in [i0, i1), j in [j0, j1) (i0, j0 multiples of 8; on a
+    diagonal tile from i's own panel on). sym (a tile of R itself, oi = oj = 0): clipped and
+    mirrored by the micro-kernel's last store."""
+    l = Zp.shape[1]
+    full = n // LANE                              # panels with 8 rows < n
+    pi0, pi1 = i0 // LANE, -(-i1 // LANE)
+    pj0, pj1 = j0 // LANE, -(-j1 // LANE)
+    pj1f = min(pj1, full)
+    for k0 in range(0, l, kb):
+        kk = min(kb, l - k0)
+        first = k0 == 0
+        last = sym and k0 + kk == l
+        for g in range(pj0, pj1f, NV):           # a group of NV column panels …
+            ge = min(g + NV, pj1f)
+            for pi in range(pi0, min(pi1, full, ge) if diag else min(pi1, full)):   # … × row panels
+                pj = max(g, pi) if diag else g       # a diagonal tile: panels from pi's own on
+                _ukernel(Zp, pi, pj, ge - pj, k0, kk, out, pi * LANE - oi, pj * LANE - oj,
+                         first, last)
+    if pj1 > full:                                # the column panel with rows ≥ n
+        for pi in range(pi0, min(pi1, full)):
+            _edge_block(Zp, n, pi, full, kb, out, oi, oj, sym)
+    if pi1 > full:                                # the row panel with rows ≥ n
+        for pj in range(full if diag else pj0, pj1):
+            _edge_block(Zp, n, full, pj, kb, out, oi, oj, sym)
