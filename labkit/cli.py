@@ -1,4 +1,4 @@
-"""The ``labkit`` console script: doctor | bench | solutions | release | grade."""
+"""The ``labkit`` console script: doctor | warm | bench | solutions | release | grade."""
 from __future__ import annotations
 
 import sys
@@ -7,6 +7,8 @@ USAGE = """usage: labkit <command> [options]
 
 commands:
   doctor              check this machine and install for the labs (CPU, ISA, caches, versions)
+  warm [LAB ...]      compile labkit's kernels into numba's cache once, so no notebook cell
+                      waits for them (--if-needed: skip when already warm; --check)
   bench <lab|all>     run a lab's benchmark and print its table (labs: alignment, bspline, pcc, epistasis)
   solutions [NAME ...] execute solutions/NN_name.md into solutions/NN_name.ipynb, stamped
                       (NAME: 01_alignment, alignment or 1; default all; --check: exit 1 if stale)
@@ -30,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "doctor":
         from labkit.hardware import doctor
         return int(doctor(rest) or 0)
+    if cmd == "warm":
+        from labkit.warm import main as warm_main
+        return int(warm_main(rest) or 0)
     if cmd == "bench":
         from labkit.bench import main as bench_main
         return int(bench_main(rest) or 0)
