@@ -9,7 +9,7 @@ DIR     ?= submissions
 NB      ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
-.PHONY: lab test test-arm64 install solutions notebooks book bench grade nbgrader doctor clean
+.PHONY: lab test test-arm64 install warm solutions notebooks book bench grade nbgrader doctor clean
 
 install: $(STAMP)
 
@@ -19,8 +19,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $(STAMP)
 
+# JupyterLab on lesson 00. The first time (and after a change to labkit/), labkit's kernels are
+# compiled into numba's cache in the background, niced, while you work on lesson 00 (which
+# needs none of them): `labkit warm --if-needed`, under a second once warm; LABKIT_WARM=0 skips
 lab: install
+	@$(BIN)/labkit warm --if-needed --nice 10 --background
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_tools.ipynb
+
+# numba's cache of labkit's kernels (labkit/**/__pycache__), all labs in parallel; again after
+# a change to labkit/ only the labs it touches
+warm: install
+	$(BIN)/labkit warm --if-needed
 
 test: install
 	$(BIN)/python tools/ensure_browser.py || true

@@ -14,7 +14,9 @@ What is compiled is derived from the code, never listed by hand. For each lab of
    on the small inputs, with the argument types the notebooks use;
 3. runs every exercise check of the lab on its reference solution (the exercise cells of
    ``solutions/NN_name.md``) through the trusted check worker, as a notebook's check cell does:
-   the references, gates and labkit kernels the checks call.
+   the references, gates and labkit kernels the checks call;
+4. runs the lab's ``python -m labkit.<lab>`` entry point (the multi-rank one, where there is
+   one) as a single rank: ``--size small --check --threads 1``.
 
 A stamp per lab (``labkit-warm.json`` in the cache root) records a digest of the files that lab
 can use (labkit/ minus the other labs' packages), numba's version, the CPU numba compiles for
@@ -225,6 +227,18 @@ def warm_lab(lab: str, solutions_root: str | Path | None = None) -> dict:
         runner.shutdown()                                 # its CPU time counts from here
         out["steps"]["checks"] = round(_cpu() - c, 2)
         out["checks"] = done
+    main = PACKAGE / lab / "__main__.py"
+    if main.is_file():                  # the multi-rank entry point, as one rank (its kernels)
+        c = _cpu()
+        argv = [sys.executable, "-m", entry.module, "--size", "small", "--check", "--threads", "1"]
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                               stdin=subprocess.DEVNULL)
+            status = "ok" if r.returncode == 0 else f"exit {r.returncode}"
+        except (OSError, subprocess.TimeoutExpired) as e:
+            status = type(e).__name__
+        out["steps"][f"python -m {entry.module} --size small --check"] = round(_cpu() - c, 2)
+        out["main"] = status
     out["dispatchers"] = len(_cached_dispatchers(entry.module))
     out["seconds"] = round(time.monotonic() - t0, 1)
     out["cpu_s"] = round(_cpu() - c0, 1)

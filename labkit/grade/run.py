@@ -47,14 +47,21 @@ def environment_stamp() -> dict:
         return {"cpu": f"unknown ({type(e).__name__})"}
 
 
-def _worker(settings: GradeSettings):
+def _worker(settings: GradeSettings, seed_build: str | None = None):
+    """The worker one submission is graded by. ``settings.numba_cache`` is the seed: a warm
+    numba cache built by :func:`_build_seed` before any submission, which each worker gets a
+    private copy of. ``seed_build``: the folder the seed build itself compiles into (no sandbox:
+    it runs only labkit and the instructor's solution cells)."""
     from .sandbox import SandboxSpec, SandboxWorker
+    if seed_build is not None:
+        return SandboxWorker(None, settings.exercise_modules, numba_cache=seed_build)
     spec = None
     if settings.sandbox:
         # no RLIMIT_CPU: with one armed, Linux samples the process CPU clock (the speed gates'
         # clock) at tick resolution; CPU is bounded by the wall-clock timeouts instead
-        spec = SandboxSpec(memory=settings.memory_limit, extra_paths=settings.extra_paths)
-    return SandboxWorker(spec, settings.exercise_modules, numba_cache=settings.numba_cache)
+        spec = SandboxSpec(memory=settings.memory_limit, extra_paths=settings.extra_paths,
+                           numba_seed=settings.numba_cache)
+    return SandboxWorker(spec, settings.exercise_modules, numba_seed=settings.numba_cache)
 
 
 def _verdict_row(ex: ExerciseSpec, r: dict, seed: int, seconds: float) -> dict:
@@ -85,8 +92,9 @@ def _verdict_row(ex: ExerciseSpec, r: dict, seed: int, seconds: float) -> dict:
 
 
 def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSettings,
-                   read_error: str | None = None) -> dict:
-    """Grade one submission; never raises for anything the submission does."""
+                   read_error: str | None = None, seed_build: str | None = None) -> dict:
+    """Grade one submission; never raises for anything the submission does.
+    (``seed_build``: see :func:`_worker`; only for the instructor's own solution notebooks.)"""
     t0 = time.monotonic()
     res: dict[str, Any] = {"student": sub.student, "notebook": sub.rel,
                            "canonical": canon.name if canon else None, "status": "graded",
@@ -111,7 +119,7 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
         res["flags"] = flags
         rows = []
         deadline = time.monotonic() + settings.notebook_timeout
-        with use_worker(_worker(settings)):
+        with use_worker(_worker(settings, seed_build)):
             for ex in canon.exercises:
                 if ex.name in missing:
                     rows.append(_row(ex, "missing", missing[ex.name]))
@@ -138,7 +146,7 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
 
 # ------------------------------------------------------------------ the batch
 def _grade_task(args) -> dict:
-    sub, canon, settings, read_error = args
+    sub, canon, settings, read_error, *seed_build = args
     sys.dont_write_bytecode = True
     import importlib
     for mod in settings.exercise_modules:      # a spawned process registers them again
@@ -146,7 +154,65 @@ def _grade_task(args) -> dict:
             importlib.import_module(mod)
         except Exception:  # noqa: BLE001 - the check then says the exercise is unknown
             pass
-    return grade_notebook(sub, canon, settings, read_error)
+    return grade_notebook(sub, canon, settings, read_error, *seed_build)
+
+
+# ------------------------------------------------------------------ the numba cache seed
+def _is_labkit_lab(canon: Canonical) -> bool:
+    """Whether the notebook's checks are labkit's own labs' (their references are labkit's
+    ``cache=True`` kernels, seconds to compile; an extra exercise module's are not)."""
+    try:
+        from labkit import check, registry
+        labs = registry.modules()
+        for ex in canon.exercises:
+            mod = check.get(ex.name).module
+            if any(mod == m or mod.startswith(m + ".") for m in labs):
+                return True
+    except Exception:  # noqa: BLE001 - unknown exercise: no seed, the lab compiles as before
+        pass
+    return False
+
+
+def _build_seed(canons: list[Canonical], settings: GradeSettings, jobs: int,
+                progress: bool) -> str | None:
+    """A warm numba cache for grading ``canons``' submissions: each canonical (solution)
+    notebook graded once, unsandboxed (only labkit and the instructor's solution cells run),
+    its worker compiling labkit's kernels into a fresh folder of the grader's. Every worker then
+    starts from a private copy (:func:`_worker`) instead of compiling them again. The folder
+    sits inside a 0700 one (no other user of the host reaches it); in the sandbox it is bound
+    read-only, so it is world-readable itself. No lab to seed: ``None`` in the sandbox (each
+    worker's tmpfs cache starts empty), an empty folder without it (each worker's private copy
+    keeps its cache out of labkit's folder and away from the other submissions)."""
+    if not canons and settings.sandbox:
+        return None
+    parent = tempfile.mkdtemp(prefix="labkit-grade-seed-")
+    seed = os.path.join(parent, "numba-cache")
+    os.mkdir(seed)
+    if not canons:
+        return seed
+    t0 = time.monotonic()
+    if progress:
+        print(f"grading: compiling labkit's kernels once for "
+              f"{', '.join(c.name for c in canons)} (from the solutions) …", file=sys.stderr,
+              flush=True)
+    tasks = [(Submission("(seed)", c.path, c.path.name), c, settings, None, seed)
+             for c in canons]
+    if jobs == 1 or len(tasks) == 1:
+        for t in tasks:
+            _grade_task(t)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            list(pool.map(_grade_task, tasks))
+    from .sandbox import share_seed
+    share_seed(seed)
+    if progress:
+        print(f"grading: numba cache warm in {time.monotonic() - t0:.0f} s", file=sys.stderr,
+              flush=True)
+    return seed
 
 
 def _not_run(sub: Submission, canon: Canonical | None, why: str) -> dict:
@@ -256,8 +322,6 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                              memory_limit=int(memory_limit), skip_tags=tuple(skip_tags),
                              exercise_modules=exercise_modules, sandbox=bool(sandbox),
                              extra_paths=tuple(dict.fromkeys(extra_paths)))
-    if not sandbox:
-        settings.numba_cache = tempfile.mkdtemp(prefix="labkit-grade-numba-")
     tasks = []
     for sub in subs:
         try:
@@ -295,6 +359,13 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             except (OSError, ValueError):
                 pass
         todo.append(k)
+    # labs with ≥ 2 submissions to grade: compile their kernels once, not once per submission
+    per_lab: dict[str, list] = {}
+    for k in todo:
+        if tasks[k][1] is not None:
+            per_lab.setdefault(tasks[k][1].name, []).append(tasks[k][1])
+    seeds = [cs[0] for cs in per_lab.values() if len(cs) >= 2 and _is_labkit_lab(cs[0])]
+    settings.numba_cache = _build_seed(seeds, settings, jobs, progress)
 
     def undo(changed: list[str]) -> list[str] | None:
         # Without the sandbox a submission can write labkit's files: put them back so the
@@ -353,6 +424,9 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                     bar.update()
     finally:
         bar.close()
+        if settings.numba_cache:
+            import shutil
+            shutil.rmtree(os.path.dirname(settings.numba_cache), ignore_errors=True)
     out = [r for r in results if r is not None]
     _dedupe(out)
     return out

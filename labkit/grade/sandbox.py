@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -75,10 +76,14 @@ class SandboxSpec:
     """The ``bwrap`` command line for one worker (limits in bytes / seconds; 0 = none)."""
 
     def __init__(self, *, memory: int = 0, cpu_seconds: int = 0, extra_paths=(),
-                 nproc: int = NPROC, fsize: int = FSIZE, tmp_size: int = TMP_SIZE):
+                 nproc: int = NPROC, fsize: int = FSIZE, tmp_size: int = TMP_SIZE,
+                 numba_seed: str | None = None):
         self.memory, self.cpu_seconds, self.nproc = int(memory), int(cpu_seconds), int(nproc)
         self.fsize, self.tmp_size = int(fsize), int(tmp_size)
         self.extra_paths = tuple(str(p) for p in extra_paths)
+        # a warm numba cache (NUMBA_CACHE_DIR layout) the grader built before any submission:
+        # bound read-only and copied into this sandbox's private /tmp/numba-cache at start
+        self.numba_seed = str(Path(numba_seed).resolve()) if numba_seed else None
 
     def env(self) -> dict:
         keep = {k: v for k, v in os.environ.items()
@@ -122,6 +127,8 @@ class SandboxSpec:
                 ro(Path(f))
         for p in _ro_paths(self.extra_paths):
             ro(p)
+        if self.numba_seed:
+            ro(Path(self.numba_seed))
         cmd += ["--proc", "/proc", "--dev", "/dev", "--chdir", "/tmp"]
         for k, v in self.env().items():
             cmd += ["--setenv", k, v]
@@ -140,8 +147,12 @@ class SandboxSpec:
             lim.append(f"--as={self.memory}")
         if self.cpu_seconds:
             lim.append(f"--cpu={self.cpu_seconds}")
+        # the seed is copied before the worker starts, so W's rule "no cache file newer than
+        # the first student child" keeps it; a copy that fails leaves a cold (or partial) cache
+        seed = (f"cp -R {shlex.quote(self.numba_seed)} /tmp/numba-cache 2>/dev/null; "
+                if self.numba_seed else "")
         cmd += [shutil.which("prlimit") or "/usr/bin/prlimit", *lim, "--",
-                "/bin/sh", "-c", 'mkdir -p /tmp/home /tmp/numba-cache && exec "$0" "$@"']
+                "/bin/sh", "-c", seed + 'mkdir -p /tmp/home /tmp/numba-cache && exec "$0" "$@"']
         return cmd + list(argv)
 
 
@@ -169,12 +180,19 @@ def probe() -> tuple[bool, str]:
 class SandboxWorker(runner.Worker):
     """labkit's check worker (``labkit.check.runner.Worker``) started inside the sandbox, with
     the extra exercise modules imported before it snapshots labkit (see :mod:`._boot`).
-    ``spec=None``: no sandbox (``--no-sandbox``), the same worker as a plain subprocess."""
+    ``spec=None``: no sandbox (``--no-sandbox``), the same worker as a plain subprocess.
 
-    def __init__(self, spec: SandboxSpec | None, modules=(), numba_cache: str | None = None):
+    ``numba_cache``: the unsandboxed worker's ``NUMBA_CACHE_DIR``, used as is (the grader's seed
+    build: trusted code only). ``numba_seed``: a warm cache copied into a folder of this worker's
+    own before it starts and removed when it stops (in the sandbox: ``SandboxSpec.numba_seed``),
+    so no submission writes into a cache another submission's worker loads."""
+
+    def __init__(self, spec: SandboxSpec | None, modules=(), numba_cache: str | None = None,
+                 numba_seed: str | None = None):
         super().__init__()
         self.spec, self.modules = spec, tuple(modules)
-        self.numba_cache = numba_cache
+        self.numba_cache, self.numba_seed = numba_cache, numba_seed
+        self._own_cache: str | None = None
 
     def start(self, timeout: float = 300.0) -> None:
         t0 = time.monotonic()
@@ -190,7 +208,12 @@ class SandboxWorker(runner.Worker):
             env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"]
                                         if env.get("PYTHONPATH") else "")
             env.update(PYTHONDONTWRITEBYTECODE="1", LABKIT_GRADING="1")
-            if self.numba_cache:
+            if self.numba_seed:
+                import tempfile
+                self._own_cache = tempfile.mkdtemp(prefix="labkit-grade-numba-")
+                _copy_seed(self.numba_seed, self._own_cache)
+                env["NUMBA_CACHE_DIR"] = self._own_cache
+            elif self.numba_cache:
                 env["NUMBA_CACHE_DIR"] = self.numba_cache
         self.proc, self.wfd, self.rfd = runner.spawn(
             argv, env, cwd="/tmp" if self.spec is not None else None)
@@ -206,6 +229,31 @@ class SandboxWorker(runner.Worker):
                                + (f": {err}" if err else ""))
         self.started_s = time.monotonic() - t0
         self.starts += 1
+
+    def stop(self) -> None:
+        super().stop()
+        own, self._own_cache = self._own_cache, None
+        if own:
+            shutil.rmtree(own, ignore_errors=True)
+
+
+def share_seed(seed: str) -> None:
+    """Make a seed folder readable by the sandbox's user (65534): it is bound read-only, so
+    only its own folder's permissions count (keep it inside a private 0700 folder)."""
+    for d, dirs, files in os.walk(seed):
+        for name in dirs:
+            os.chmod(os.path.join(d, name), 0o755)
+        for name in files:
+            os.chmod(os.path.join(d, name), 0o644)
+    os.chmod(seed, 0o755)
+
+
+def _copy_seed(seed: str, dest: str) -> None:
+    """The seed's files into ``dest`` (an empty folder); a failure leaves a colder cache."""
+    try:
+        shutil.copytree(seed, dest, dirs_exist_ok=True)
+    except (OSError, shutil.Error):
+        pass
 
 
 def install(timeout: float = 600) -> str:
