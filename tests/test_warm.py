@@ -144,3 +144,33 @@ def test_unsandboxed_worker_gets_a_private_copy_removed_at_stop(warmed):
     finally:
         w.stop()
     assert not own.exists()
+
+
+def test_grader_seeds_labkit_labs_only_and_hands_each_worker_the_seed(tmp_path):
+    """Which notebooks get a seed (labkit's own labs, not an extra exercise module's), and the
+    worker every submission gets: the seed copied in, never the seed folder itself."""
+    import shutil
+    from labkit.grade import load_canonical, run
+    from labkit.grade.settings import GradeSettings
+    from test_grade import solution_notebook
+    import nbformat
+
+    assert run._is_labkit_lab(load_canonical(ROOT / "solutions" / "00_tools.ipynb"))
+    fixture = tmp_path / "00_fix.ipynb"
+    nbformat.write(solution_notebook(), fixture)
+    assert not run._is_labkit_lab(load_canonical(fixture))
+    assert run._build_seed([], GradeSettings(sandbox=True), 1, False) is None
+    empty = run._build_seed([], GradeSettings(sandbox=False), 1, False)
+    try:
+        assert os.path.isdir(empty) and not os.listdir(empty)
+        assert oct(os.stat(os.path.dirname(empty)).st_mode & 0o777) == "0o700"
+    finally:
+        shutil.rmtree(os.path.dirname(empty))
+    s = GradeSettings(sandbox=True, numba_cache=str(tmp_path))
+    w = run._worker(s)
+    assert w.spec.numba_seed == str(tmp_path.resolve()) and w.numba_cache is None
+    assert "--ro-bind" in w.spec.command(["true"])
+    w = run._worker(GradeSettings(sandbox=False, numba_cache=str(tmp_path)))
+    assert w.spec is None and w.numba_seed == str(tmp_path) and w.numba_cache is None
+    w = run._worker(s, seed_build=str(tmp_path / "seed"))     # the seed build itself
+    assert w.spec is None and w.numba_cache == str(tmp_path / "seed")

@@ -23,6 +23,7 @@ from .settings import (CELL_TIMEOUT, MAX_MESSAGE, MEMORY_LIMIT, NOTEBOOK_TIMEOUT
 __all__ = ["grade_notebook", "grade", "environment_stamp", "SandboxUnavailable"]
 
 CACHE_VERSION = 2
+SEED_MIN = 3            # submissions of one lab from which its kernels are compiled up front
 
 
 class SandboxUnavailable(RuntimeError):
@@ -359,12 +360,13 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             except (OSError, ValueError):
                 pass
         todo.append(k)
-    # labs with ≥ 2 submissions to grade: compile their kernels once, not once per submission
+    # labs with ≥ SEED_MIN submissions to grade: compile their kernels once, not once per
+    # submission (the seed costs about one submission of that lab: fewer do not gain)
     per_lab: dict[str, list] = {}
     for k in todo:
         if tasks[k][1] is not None:
             per_lab.setdefault(tasks[k][1].name, []).append(tasks[k][1])
-    seeds = [cs[0] for cs in per_lab.values() if len(cs) >= 2 and _is_labkit_lab(cs[0])]
+    seeds = [cs[0] for cs in per_lab.values() if len(cs) >= SEED_MIN and _is_labkit_lab(cs[0])]
     settings.numba_cache = _build_seed(seeds, settings, jobs, progress)
 
     def undo(changed: list[str]) -> list[str] | None:
