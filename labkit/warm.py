@@ -264,8 +264,13 @@ def _lock(root: Path):
     """One warm at a time per cache (a second one waits for nothing: it reports and leaves)."""
     import fcntl
     path = _stamp_path(root).with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path, "w")
+    except OSError:                     # nowhere to keep a lock (or the stamp): warm anyway
+        yield True
+        return
+    with f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -352,10 +357,13 @@ def _last_json(text: str) -> dict:
 
 def _write_stamp(root: Path, stamp: dict) -> None:
     path = _stamp_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(stamp, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(stamp, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:                # the cache is warm; only --if-needed cannot tell
+        print(f"labkit warm: could not write the stamp {path}: {e}", file=sys.stderr)
 
 
 def _show(root: Path) -> str:
