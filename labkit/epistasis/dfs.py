@@ -14,8 +14,8 @@ from numba import prange
 from labkit._common import use_threads
 from labkit.jit import njit
 
-from ._intrinsics import (_and_store_v8, _chi_rows, _lanes1, _lanes3, _lanes4, _lanes6, _lanes9, _nlogn_rows,
-                          _popcount_v8, _sub2_v8)
+from ._intrinsics import (_and_store_v8, _chi_rows, _lanes1, _lanes3, _lanes4, _lanes6, _lanes9,
+                          _nlogn_rows, _sub2_v8, _taylor_rows)
 
 @njit(cache=True, inline="always")
 def _better(q, idx, k, order, tq, ti, pos):
@@ -133,6 +133,7 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     # 1 + 2**-12 (a division elsewhere: the factor then only loosens the bound a little more)
     s_scale = fN1 * float(n0) / fN / (1.0 + 2.0 ** -12)
     s_base = fN1 * fN1 / fN / (1.0 + 2.0 ** -12)
+    pi = fN1 / fN
     pair = sub and pj.size > 0 and R == 9
     Rc = (4 if pair else (2 * R) // 3) if sub else R
     Rp = R // 3
@@ -173,12 +174,19 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
             jhi = min(ke - kb - o, 8)
             w = state[0]
             if tq[w] >= 0:       # top list full: the MI only of candidates whose χ² bound reaches it
-                _chi_rows(counts, b1, b0, cstride, o, pc, R, 0.0, 0.0, acc)
                 # a candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11 (less 1e-12 for
                 # rounding)
                 lim = ((tq[w] - 1) * 1e-11 - 1e-12) * s_scale + s_base
+                m = _chi_rows(counts, b1, b0, cstride, o, pc, R, lim, 0.0, acc)
+                m &= (1 << jhi) - (1 << jlo)          # the lanes of [k_lo, ke) only
+                # ... and then only if the tighter Taylor bound (2·N·MI ≤ Σ t, t within 2**-12)
+                # reaches 2·N·MI ≥ 2·N·lim_mi (its floor, less 2**-10 and 1e-6)
+                if m == 0:
+                    continue
+                lim2 = (2.0 * fN * ((tq[w] - 1) * 1e-11 - 1e-12)) * (1.0 - 2.0 ** -10) - 1e-6
+                m = _taylor_rows(counts, b1, b0, cstride, o, pc, R, lim2, pi, acc)
                 for j in range(jlo, jhi):
-                    if acc[j] >= lim:
+                    if (m >> j) & 1:
                         mi = hy + _mi_one(counts, b1, b0, cstride, o + j, pc, R, nlogn) * inv_n
                         _offer(mi, kb + o + j, idx, order, tq, tm, ti, state)
                 continue
