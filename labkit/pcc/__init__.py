@@ -5,7 +5,8 @@ clusters", 2016; ../shared/seeds/000_7561a6925a085d67.txt): rows standardised on
 every PCC is a dot product; the upper triangle of the job matrix numbered by a bijection
 J ↔ (y, x) (Eq. 9–19) so tiles can be handed to threads and MPI ranks by id range.
 
-Files: ``kernels.py`` (the numba kernels by step), ``mapping.py`` (the bijection, tile ids and
+Files: ``kernels.py`` (the numba kernels by step), ``engine.py`` (the fast drivers and the 6×4 row
+block), ``panels.py`` (packed panels and the 8×24 micro-kernel on AVX-512 hosts), ``mapping.py`` (the bijection, tile ids and
 their splits), ``mpi.py`` + ``__main__.py`` (tile-id ranges over MPI ranks), ``bench.py``
 (``run_benchmark``, ``TARGETS``), ``checks.py`` (the exercises).
 

@@ -1,7 +1,10 @@
 """labkit's fast all-pairs engine: what ``pearson_allpairs``, ``pcc_threads`` and
 ``correlated_pairs`` run (``kernels.py`` keeps the lesson's steps, its 4×4 ``tile_block`` included).
+The drivers (``pcc_tiles_*``, ``tiles_to_buffer``) take Z as engine rows (the 6×4 block below:
+hosts without AVX-512, tiles that are not multiples of 8) or as ``(panels, n)``, the packed panels
+and 8×24 micro-kernel of ``panels.py`` (AVX-512 hosts); numba picks the tile kernel by Z's type.
 
-Compiled with :func:`labkit.jit.njit` (512-bit vectors on AVX-512 hosts, ``LABKIT_VECTOR_BITS=256``
+The row engine is compiled with :func:`labkit.jit.njit` (512-bit vectors on AVX-512 hosts, ``LABKIT_VECTOR_BITS=256``
 turns that off). Three things make it fast, measured in docs/pcc.md:
 
 * **Aligned, padded rows.** ``standardize_into`` writes Z into a 64-byte-aligned buffer whose rows
