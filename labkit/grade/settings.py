@@ -29,7 +29,7 @@ class GradeSettings:
     digest_modules: tuple = ()
     sandbox: bool = True            # False: --no-sandbox
     extra_paths: tuple = ()         # folders of extra exercise modules (bound into the sandbox)
-    numba_cache: str | None = None  # NUMBA_CACHE_DIR of an unsandboxed worker
+    numba_cache: str | None = None  # the seed: a warm numba cache each worker copies (run._build_seed)
 
 
 def _short(text: Any, n: int = MAX_MESSAGE) -> str:
