@@ -4,7 +4,8 @@ labkit's kernels are ``cache=True``: the first process that calls one compiles i
 tens of seconds for the big ones) and writes it next to its source (``labkit/**/__pycache__``,
 or under ``NUMBA_CACHE_DIR``); every later process loads it in milliseconds. On a fresh checkout
 the first run of each notebook would pay that compilation cell by cell. ``labkit warm`` pays it
-once, before JupyterLab opens (``make install`` / ``make lab``), one process per lab in parallel.
+once, one process per lab in parallel: ``make lab`` starts it in the background (niced) as
+JupyterLab opens on lesson 00, which needs none of it; ``make warm`` waits for it.
 
 What is compiled is derived from the code, never listed by hand. For each lab of
 :mod:`labkit.registry` a fresh process
