@@ -182,6 +182,54 @@ def _sub2_v8(typingctx, dst, o, o0, o1, par, op, n8):
     return sig, codegen
 
 
+@intrinsic
+def _derive3_v8(typingctx, counts, R, cs, pj, par, kb8, nvec):
+    """The 5 derived prefix rows of an order-3 batch in one pass, <8 x i64> per 8 candidates:
+    with n(a, b) the counted rows (first SNP's genotype a, second's b < 2; row a·2 + b of
+    ``counts``), n(2, b) = pj(b) − n(0, b) − n(1, b) (rows 4 + b) and n(a, 2) = par(a) − n(a, 0) −
+    n(a, 1) (rows 6 + a, a = 2 from the derived rows), per class c and genotype g of the last SNP;
+    count row q at ((c·R + q)·2 + g)·cs, pj(b) and par(a) in the pair tables' blocked layout
+    (``_pair_counts``: block kb8 + x of 8 SNPs holds its 12 vectors ((c·3 + a)·2 + g) side by
+    side, one stream per batch; R = 9: see ``_last_stage``)."""
+    if not (isinstance(counts, types.Array) and isinstance(pj, types.Array)
+            and isinstance(par, types.Array) and _int_args_ok(R, cs, kb8, nvec)):
+        return None
+    sig = types.void(counts, R, cs, pj, par, kb8, nvec)
+
+    def codegen(context, builder, signature, args):
+        C, PJ, PA = (context.make_array(signature.args[k])(context, builder, args[k])
+                     for k in (0, 3, 4))
+        c = lambda k: context.cast(builder, args[k], signature.args[k], types.int64)  # noqa: E731
+        R_, cs_, kb8_ = c(1), c(2), c(5)
+        k_ = lambda v: ir.Constant(_I64, v)  # noqa: E731
+
+        def ptr(base, off):
+            return builder.bitcast(builder.gep(base, [off]), _V8.as_pointer())
+        with cgutils.for_range(builder, c(6)) as loop:
+            x8 = builder.mul(loop.index, k_(8))
+            blk = builder.mul(builder.add(kb8_, loop.index), k_(96))
+            for cl in range(2):
+                for g in range(2):
+                    def row(q):
+                        o = builder.mul(builder.add(builder.mul(builder.add(
+                            builder.mul(k_(cl), R_), k_(q)), k_(2)), k_(g)), cs_)
+                        return builder.add(o, x8)
+
+                    def ext(base, a):
+                        o = builder.add(blk, k_(((cl * 3 + a) * 2 + g) * 8))
+                        return builder.load(ptr(base, o), align=8)
+                    n = {q: builder.load(ptr(C.data, row(q)), align=8) for q in range(4)}
+                    for b in range(2):       # n(2, b): rows 4 + b
+                        n[4 + b] = builder.sub(builder.sub(ext(PJ.data, b), n[b]), n[2 + b])
+                    for a in range(3):       # n(a, 2): rows 6 + a
+                        n[6 + a] = builder.sub(builder.sub(ext(PA.data, a), n[2 * a]),
+                                               n[2 * a + 1])
+                    for q in range(4, 9):
+                        builder.store(n[q], ptr(C.data, row(q)), align=8)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
 def _make_lane_counter(G):
     """Intrinsic counting G prefix rows against 8 SNPs at once (one SNP per vector lane).
 

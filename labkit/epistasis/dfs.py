@@ -14,8 +14,8 @@ from numba import prange
 from labkit._common import use_threads
 from labkit.jit import njit
 
-from ._intrinsics import (_and_store_v8, _chi_rows, _lanes1, _lanes3, _lanes4, _lanes6, _lanes9,
-                          _nlogn_rows, _sub2_v8, _taylor_rows)
+from ._intrinsics import (_and_store_v8, _chi_rows, _derive3_v8, _lanes1, _lanes3, _lanes4,
+                          _lanes6, _lanes9, _nlogn_rows, _sub2_v8, _taylor_rows)
 
 @njit(cache=True, inline="always")
 def _better(q, idx, k, order, tq, ti, pos):
@@ -118,7 +118,9 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     count with SNP k (``par``, counted once per parent for every k) minus rows (r', 0), (r', 1).
     ``pj.size > 0`` (order 3): of those, only the rows of the first SNP's genotypes 0, 1 are
     counted (4 of 9); rows (2, g') are the pair counts of (j, k) (``pj``: the second prefix SNP's
-    counts with every k, counted once per search) minus rows (0, g'), (1, g').
+    counts with every k, counted once per search) minus rows (0, g'), (1, g'); then ``par`` and
+    ``pj`` are rows of the pair tables in their blocked layout (``_pair_counts``), and all 5
+    derived rows come from one ``_derive3_v8`` pass.
     """
     sub = par.size > 0
     n1 = 0
@@ -145,16 +147,10 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         cstride = 8 * nvec
         # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
         _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
-        if pair:                 # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g')
-            for c in range(2):
-                for gj in range(2):
-                    for g in range(2):
-                        o = ((c * R + 4 + gj) * 2 + g) * cstride
-                        o0 = ((c * R + gj) * 2 + g) * cstride
-                        o1 = ((c * R + 2 + gj) * 2 + g) * cstride
-                        _sub2_v8(counts, o, o0, o1, pj, ((c * 3 + gj) * 2 + g) * npad + kb,
-                                 nvec)
-        if sub:                  # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
+        if pair:                 # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g');
+            # rows (r', 2): the parent's count minus rows (r', 0), (r', 1) — in one pass
+            _derive3_v8(counts, R, cstride, pj, par, kb // 8, nvec)
+        elif sub:                # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
             for c in range(2):
                 for rp in range(Rp):
                     for g in range(2):
@@ -249,15 +245,22 @@ def _parent_counts(tables, toff, R, k_lo, n_snps, lanes, W, segs, par, npad):
 @njit(cache=True, parallel=True)
 def _pair_counts(bits3, lanes4, segs, npad):
     """out[j]: SNP j's 3 genotype rows counted with genotypes 0, 1 of every SNP k from j + 1
-    (rounded down to 8), in ``par``'s layout ((c·3 + g_j)·2 + g_k)·npad + k (see _parent_counts):
-    the pair tables an order-3 search derives its first SNP's genotype 2 from."""
+    (rounded down to 8): the pair tables an order-3 search derives its first SNP's genotype 2
+    from. Blocked layout: the 12 counts ((c·3 + g_j)·2 + g_k) of the 8 SNPs of block k // 8 side
+    by side, at ((k // 8)·12 + (c·3 + g_j)·2 + g_k)·8 + k % 8, so a batch reads one stream
+    (``_parent_counts``' layout, 12 rows of npad, made 12 short streams of the 15 MB tables)."""
     n = bits3.shape[0]
     W = bits3.shape[2]
     lanes = lanes4.ravel()
     out = np.zeros((n, 12 * npad), dtype=np.int64)
     for j in prange(n):
         tab = bits3[j].copy().ravel()
-        _parent_counts(tab, 0, 3, j + 1, n, lanes, W, segs, out[j], npad)
+        rows = np.zeros(12 * npad, dtype=np.int64)
+        _parent_counts(tab, 0, 3, j + 1, n, lanes, W, segs, rows, npad)
+        for b in range((j + 1) // 8, npad // 8):
+            for q in range(12):
+                for t in range(8):
+                    out[j, (b * 12 + q) * 8 + t] = rows[q * npad + b * 8 + t]
     return out
 
 
