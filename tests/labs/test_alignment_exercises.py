@@ -17,17 +17,7 @@ EXERCISES = ("ragged_transpose", "transposed_inner", "int16_lanes", "int16_lengt
 SOL = {s.name: s for s in solutions() if s.lab == "alignment"}
 
 
-@pytest.fixture(autouse=True)
-def _report_speed(monkeypatch):
-    monkeypatch.setenv("LABKIT_SPEED", "report")
-    monkeypatch.delenv("LABKIT_CHECK_STRICT", raising=False)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fresh_worker():
-    check.restart_worker()
-    yield
-    check.restart_worker()
+pytestmark = pytest.mark.usefixtures("report_speed", "fresh_worker")
 
 
 def _run(name, source, function=None):

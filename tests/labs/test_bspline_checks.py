@@ -49,9 +49,7 @@ def my_batch_tiles(tcoefs, idx, pref, out):
 '''
 
 
-@pytest.fixture(autouse=True)
-def _report_speed(monkeypatch):
-    monkeypatch.setenv("LABKIT_SPEED", "report")
+pytestmark = pytest.mark.usefixtures("report_speed", "fresh_worker")
 
 
 def _run(name, src):

@@ -17,18 +17,7 @@ EXERCISES = ("popcount", "fused_count", "masked_mi", "prefix_reuse", "search_tim
 SOL = {s.name: s for s in solutions() if s.lab == "epistasis"}
 
 
-@pytest.fixture(autouse=True)
-def _report_speed(monkeypatch):
-    monkeypatch.setenv("LABKIT_SPEED", "report")
-    monkeypatch.delenv("LABKIT_CHECK_STRICT", raising=False)
-    monkeypatch.delenv("LABKIT_GRADING", raising=False)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fresh_worker():
-    check.restart_worker()
-    yield
-    check.restart_worker()
+pytestmark = pytest.mark.usefixtures("report_speed", "fresh_worker")
 
 
 def _run(name, source, function):

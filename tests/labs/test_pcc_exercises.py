@@ -17,18 +17,7 @@ EXERCISES = ("job_coords", "float_breaks", "tile_loop", "block4x4", "split_ids")
 SOL = {s.name: s for s in solutions() if s.lab == "pcc"}
 
 
-@pytest.fixture(autouse=True)
-def _report_speed(monkeypatch):
-    monkeypatch.setenv("LABKIT_SPEED", "report")
-    monkeypatch.delenv("LABKIT_CHECK_STRICT", raising=False)
-    monkeypatch.delenv("LABKIT_GRADING", raising=False)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fresh_worker():
-    check.restart_worker()
-    yield
-    check.restart_worker()
+pytestmark = pytest.mark.usefixtures("report_speed", "fresh_worker")
 
 
 def _run(name, source, function):
@@ -206,6 +195,18 @@ def test_block4x4_delegation():
     src = ("from labkit.pcc.kernels import tile_block as tb\n\n@njit\n"
            "def my_block4x4(Z, i, j, out):\n    tb(Z, i, i + 4, j, j + 4, False, 1024, out, i, j)\n")
     assert _run("block4x4", src, "my_block4x4").verdict == "uses labkit's answer"
+
+
+def test_tile_loop_delegation_to_the_panel_engine():
+    src = ("from labkit.pcc import panels\n\n"
+           "def my_tile_range(Z, tile, J0, J1, R):\n"
+           "    Zp = panels.as_panels(Z)\n"
+           "    n = Z.shape[0]\n"
+           "    for J in range(J0, J1):\n"
+           "        y, x = pcc.tile_coords(J, -(-n // tile))\n"
+           "        panels.panel_tile(Zp, n, y * tile, min(n, y * tile + tile), x * tile,\n"
+           "                          min(n, x * tile + tile), y == x, 512, R, 0, 0, False)\n")
+    assert _run("tile_loop", src, "my_tile_range").verdict == "uses labkit's answer"
 
 
 # ------------------------------------------------------------------ split_ids
