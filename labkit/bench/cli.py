@@ -145,11 +145,9 @@ MARK_END = "<!-- labkit bench: end -->"
 
 def markdown_table(summary: Sequence[tuple[str, dict]], command: str) -> str:
     """The targets of one run as Markdown: a line saying when, where and how it was measured
-    (time, machine, load, numba, threads), then one row per target with ✔/✘ and the count."""
+    (time, machine with numba's target and threads, load), then one row per target with ✔/✘ and the count."""
     import datetime
     import os
-
-    import numba
 
     from labkit import hardware, registry
     from .targets import _format_target
@@ -160,8 +158,7 @@ def markdown_table(summary: Sequence[tuple[str, dict]], command: str) -> str:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     lines = [f"Written by `{command} --markdown …` at {when} on: {hardware.summary()}; "
-             f"load average at the end {load}; numba {numba.__version__}, "
-             f"{numba.config.NUMBA_NUM_THREADS} threads.", "",
+             f"load average at the end {load}.", "",
              "| lab | comparison | target | measured |", "| --- | --- | --- | --- |"]
     for lab, r in summary:
         need = f"{'<' if r['at_most'] else '≥'} {num(r['need'])}{r['unit']}"
