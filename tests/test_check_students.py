@@ -266,7 +266,7 @@ def test_helper_from_another_cell_is_named_and_multiline_imports_load():
     imports = "import numpy as np\nfrom numba import (\n    njit,\n)\n"
     src = "@njit\ndef colsum(a):\n    return helper_elsewhere(a)\n"
     r = check.run_source("colsum", src, imports)
-    assert r.verdict == "error" and "define helpers and constants in the exercise cell" in r.message, str(r)
+    assert r.verdict == "error" and "must be defined in the exercise cell" in r.message and "functions of earlier cells" in r.message, str(r)
 
 
 def test_imports_rebuilt_from_globals_without_input_history():
