@@ -195,7 +195,8 @@ def _defined_names(source: str) -> set:
     return out
 
 
-def _reads(source: str) -> set:
+def reads(source: str) -> set[str]:
+    """The names a Python source reads (loads); empty when it does not parse."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -209,7 +210,7 @@ def helper_defs(sources, cell_source: str, imports: str = "") -> str:
     defines nor imports, with the ``def``s those read in turn — so a helper the student wrote
     in an earlier cell travels with the exercise cell. They are appended to it (the cell's own
     line numbers stay) and loaded under the same rules as the cell's own definitions."""
-    defs: dict[str, tuple[int, str]] = {}
+    defs: dict[str, tuple[tuple[int, int], str]] = {}   # name -> ((cell, line), text)
     for k, src in enumerate(sources):
         try:
             tree = ast.parse(src)
@@ -224,13 +225,13 @@ def helper_defs(sources, cell_source: str, imports: str = "") -> str:
                 for n in _defined_names(ast.unparse(node)):
                     defs.pop(n, None)
     have = _defined_names(cell_source) | _defined_names(imports)
-    want, taken = _reads(cell_source) - have, {}
+    want, taken = reads(cell_source) - have, {}
     while want:
         n = want.pop()
         if n in taken or n not in defs:
             continue
         taken[n] = defs[n]
-        want |= _reads(defs[n][1]) - have - set(taken)
+        want |= reads(defs[n][1]) - have - set(taken)
     return "".join("\n\n" + text.rstrip("\n") + "\n" for _, text in sorted(taken.values()))
 
 
@@ -310,7 +311,7 @@ def collect(fn) -> dict:
     imports += _imports_from_globals(cell_code or code, glb, defined)
     defined |= _defined_names(imports)
     constants = {}
-    for n in _code_names(code, set()) | _reads(helpers):
+    for n in _code_names(code, set()) | reads(helpers):
         if n in defined or hasattr(builtins, n) or n not in glb:
             continue
         v = _to_plain(glb[n])

@@ -109,11 +109,8 @@ def _constants(sources: list[str], wanted: set[str]) -> dict:
 
 
 def _reads(source: str) -> set[str]:
-    try:
-        tree = ast.parse(python_source(source))
-    except SyntaxError:
-        return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    from labkit.check.loader import reads
+    return reads(python_source(source))
 
 
 @dataclasses.dataclass
