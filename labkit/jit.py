@@ -15,17 +15,31 @@ student did not get. Where AVX-512 is absent (or on AArch64, RISC-V) it is exact
 
 ``LABKIT_VECTOR_BITS=256`` (or ``=0``) in the environment turns the preference off, to measure what
 it buys: ``LABKIT_VECTOR_BITS=256 labkit bench alignment``.
+
+Importing this module also makes numba's on-disk cache see labkit's other files: numba keys a
+cached function on its own source file only, so a kernel whose callee (or a constant it freezes)
+lives in another file kept loading its old machine code after that file changed — a ``git pull``
+that edits ``panels.py`` alone ran ``engine.py``'s cached drivers with the old micro-kernel. For
+functions of labkit's modules (``CACHE_PACKAGES``; never a student's) the index key also holds a
+digest of the sources of the function's subpackage plus this file and ``_common.py``
+(:func:`sources_digest`); an entry from other sources is a miss and is compiled again.
+``labkit._common``, which every lab imports, imports this module, so the key is in place before a
+lab's first call.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from functools import lru_cache
+from pathlib import Path
 
 import numba
+from numba.core import caching as _caching
 from numba.core.caching import FunctionCache
 from numba.core.compiler import Compiler
 
-__all__ = ["njit", "vector_bits", "compiles_for_avx512", "ATTRIBUTE", "WidePipeline", "NoAliasWidePipeline"]
+__all__ = ["njit", "vector_bits", "compiles_for_avx512", "ATTRIBUTE", "WidePipeline",
+           "NoAliasWidePipeline", "sources_digest", "CACHE_PACKAGES"]
 
 ATTRIBUTE = "prefer-vector-width"
 
@@ -158,3 +172,43 @@ def njit(*args, **options):
                         "signature(s)")
     sigs = args[0] if args else None
     return lambda fn: _make(fn, sigs, options)
+
+
+# ---- numba's cache key: the sources of the function's package, not only its own file ----------
+#: top-level package name -> its folder; functions of modules under these get the digest key
+CACHE_PACKAGES: dict[str, Path] = {"labkit": Path(__file__).resolve().parent}
+_SHARED = ("jit.py", "_common.py")        # files every labkit kernel depends on
+
+
+@lru_cache(maxsize=None)
+def sources_digest(module: str) -> str | None:
+    """sha256 over the ``.py`` files a function of ``module`` may depend on — its subpackage
+    (``labkit.pcc.engine`` → ``labkit/pcc/**``; a top-level module: its own file) and
+    ``_SHARED`` — or None for a module outside :data:`CACHE_PACKAGES`. Computed once per process
+    (the files of a running process's modules do not change under it in a way numba would see)."""
+    top, _, rest = module.partition(".")
+    root = CACHE_PACKAGES.get(top)
+    if root is None:
+        return None
+    sub = rest.partition(".")[0]
+    files = sorted((root / sub).rglob("*.py")) if sub and (root / sub).is_dir() else \
+        [root / f"{sub}.py"] if sub else [root / "__init__.py"]
+    files += [root / f for f in _SHARED if (root / f) not in files]
+    h = hashlib.sha256()
+    for f in files:
+        if f.is_file() and "__pycache__" not in f.parts:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+_NUMBA_INDEX_KEY = _caching.Cache._index_key
+
+
+def _index_key(self, sig, codegen):
+    key = _NUMBA_INDEX_KEY(self, sig, codegen)
+    digest = sources_digest(getattr(self._py_func, "__module__", None) or "")
+    return key if digest is None else key + (("sources", digest),)
+
+
+if getattr(_caching.Cache._index_key, "__module__", "") != __name__:   # once per process
+    _caching.Cache._index_key = _index_key

@@ -148,3 +148,35 @@ def test_the_graph_reader_sees_real_edges():
     g = _graph(level_only=True)
     for lab in registry.LABS:
         assert f"{lab.module}.kernels" in g[lab.module], g[lab.module]
+
+
+def _has_cached_kernel(path: Path) -> bool:
+    """A decorator call with ``cache=True`` at module level (a kernel numba caches on disk)."""
+    tree = ast.parse(path.read_text(), str(path))
+    return any(isinstance(n, ast.keyword) and n.arg == "cache" and
+               isinstance(n.value, ast.Constant) and n.value.value is True
+               for node in tree.body for n in ast.walk(node)
+               if not isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
+def test_every_cached_kernel_gets_the_sources_digest_key():
+    """A module with ``cache=True`` kernels imports ``labkit.jit`` (which puts the digest of the
+    package's sources into numba's cache key) at import time, through itself or its packages —
+    else a callee changed in another file could load stale machine code (``labkit.jit``)."""
+    g, lazy = _graph(level_only=True), _graph(level_only=False)
+    missing = []
+    for mod, path in MODULES.items():
+        if mod == "labkit.jit" or not _has_cached_kernel(path):
+            continue
+        parts = mod.split(".")
+        # its packages and itself run first; a kernel jitted inside a function may import it there
+        todo = [".".join(parts[:k]) for k in range(1, len(parts) + 1)] + sorted(lazy[mod])
+        seen: set[str] = set()
+        while todo:
+            m = todo.pop()
+            if m not in seen and m in MODULES:
+                seen.add(m)
+                todo.extend(g.get(m, ()))
+        if "labkit.jit" not in seen:
+            missing.append(mod)
+    assert not missing, f"import labkit.jit in these modules (numba's cache key): {missing}"

@@ -154,3 +154,52 @@ def test_noalias_drops_the_overlap_checks_and_is_validated():
     assert head(na) > head(plain)
     with pytest.raises(TypeError, match="noalias"):
         jit.njit(noalias="yes")(_copy_add)
+
+
+_CALLEE = "from numba import njit\n\n@njit(cache=True)\ndef callee():\n    return {}\n"
+_CALLER = ("from numba import njit\nfrom .a import callee\n\n"
+           "@njit(cache=True)\ndef caller():\n    return callee()\n")
+_RUN = '''
+import pathlib, sys
+sys.path.insert(0, sys.argv[1])
+from labkit import jit
+if sys.argv[2] == "digest":
+    jit.CACHE_PACKAGES["pkgx"] = pathlib.Path(sys.argv[1]) / "pkgx"
+from pkgx.lab.b import caller
+print(caller(), sum(caller.stats.cache_hits.values()))
+'''
+
+
+def test_a_callee_changed_in_another_file_is_not_loaded_stale_from_the_cache(tmp_path):
+    """numba keys a cached function on its own file: after ``a.py`` changes, ``b.py``'s cached
+    caller still runs the old callee. With the package's sources in the key (what labkit.jit
+    does for labkit's modules) it compiles again — and loads from the cache while nothing
+    changes."""
+    lab = tmp_path / "pkgx" / "lab"
+    lab.mkdir(parents=True)
+    for d in (tmp_path / "pkgx", lab):
+        (d / "__init__.py").write_text("")
+    (lab / "b.py").write_text(_CALLER)
+    env = {"PATH": "", "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+
+    def run(mode):
+        out = subprocess.run([sys.executable, "-c", _RUN, str(tmp_path), mode], env=env,
+                             capture_output=True, text=True, check=True).stdout.split()
+        return int(out[0]), int(out[1])           # (result, cache hits)
+
+    for mode, stale in (("plain", True), ("digest", False)):
+        (lab / "a.py").write_text(_CALLEE.format(1))
+        assert run(mode)[0] == 1
+        (lab / "a.py").write_text(_CALLEE.format(2))
+        got = run(mode)
+        if stale:
+            assert got == (1, 1), f"numba itself now sees the callee's file: {got}"
+        else:
+            assert got == (2, 0), got
+            assert run(mode) == (2, 1)              # unchanged sources: loaded from the cache
+
+
+def test_sources_digest_covers_the_subpackage_and_only_labkit():
+    d = jit.sources_digest("labkit.pcc.engine")
+    assert d == jit.sources_digest("labkit.pcc.panels") != jit.sources_digest("labkit.bspline")
+    assert jit.sources_digest("__main__") is None and jit.sources_digest("numpy.linalg") is None

@@ -2,6 +2,8 @@
 use, so `import labkit.hardware` does not import numba)."""
 from numba import njit, prange
 
+import labkit.jit  # noqa: F401 - numba's cache key holds labkit's sources (labkit.jit)
+
 
 @njit(parallel=True, cache=True)
 def parallel_sum(x):

@@ -36,6 +36,8 @@ def _chain(n, a, b):
 @functools.lru_cache(maxsize=None)
 def _kernel():
     from numba import njit
+
+    import labkit.jit  # noqa: F401 - numba's cache key holds labkit's sources (labkit.jit)
     return njit(cache=True)(_chain)
 
 

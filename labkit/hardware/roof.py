@@ -52,6 +52,8 @@ def _kernel(name: str):
     is a plain ``numba.njit`` loop at LLVM's preferred width."""
     from numba import njit
 
+    import labkit.jit  # noqa: F401 - numba's cache key holds labkit's sources (labkit.jit)
+
     if name == "triad":
         return njit(cache=True, fastmath=True)(_triad)
     if name == "fma_plain":

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+import labkit.jit  # noqa: F401 - numba's cache key holds labkit's sources (labkit.jit)
+
 __all__ = ["add_arrays", "sum_plain", "sum_fastmath", "prefix_sum", "colsum_naive", "colsum_rows",
            "dot_plain", "dot_partials", "add_arrays_repeat", "dot_fastmath", "softsign_checked",
            "softsign_numpy_errors"]
