@@ -493,3 +493,25 @@ def test_readme_table_lists_every_stated_target():
                 missing.append(f"{name}: {t.claim}")
     assert not missing, ("README.md's benchmark table lacks these targets — run "
                          "`labkit bench all --markdown README.md`:\n" + "\n".join(missing))
+
+
+def test_cli_says_whether_the_host_speed_held(monkeypatch, capsys, tmp_path):
+    """The FMA rate before, between and after the labs: a run on a throttled host (74 → 52
+    GFLOP/s, load average unchanged) says so in the output and in the Markdown table."""
+    from labkit.bench import cli
+    fake = types.ModuleType("labkit.alignment")
+    fake.run_benchmark = lambda size=None, repeat=5: {
+        "t": bench.BenchResult([{"name": "a", "median_s": 2.0}, {"name": "b", "median_s": 1.0}])}
+    fake.TARGETS = [bench.Target("b vs a", 1.5, bench.ratio_of("t", "b", "a"))]
+    monkeypatch.setitem(sys.modules, "labkit.alignment", fake)
+    rates = iter([74.0, 73.0])
+    monkeypatch.setattr(cli, "host_rate", lambda: next(rates))
+    out = tmp_path / "t.md"
+    assert bench.main(["alignment", "--markdown", str(out)]) == 0
+    assert "host speed steady: one core's FMA rate 74, 73 GFLOP/s" in capsys.readouterr().out
+    assert "; host speed steady" in out.read_text()
+    rates = iter([74.0, 52.0])
+    assert bench.main(["alignment", "--markdown", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "HOST SPEED CHANGED" in said and "42% apart" in said and "run it again" in said
+    assert "HOST SPEED CHANGED" in out.read_text()

@@ -94,10 +94,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     labs = known if ns.lab == "all" else (ns.lab,)
     failed: list[str] = []
     summary: list[tuple[str, dict]] = []
-    for lab in labs:
+    host = [host_rate()]
+    for k, lab in enumerate(labs):
         mod, run = _load_lab(lab, failed)
         if run is None:
             continue
+        if k:
+            host.append(host_rate())
         print(f"\n== {lab} ==", flush=True)
         try:
             results = _as_results(run(size=ns.size, repeat=ns.repeat))
@@ -122,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif stated:
             sizes = sorted({t.size or "default" for t in stated})
             print(f"-- targets: stated for size {', '.join(sizes)}, not --size {ns.size}\n")
+    host.append(host_rate())
+    steady = host_note(host)
+    print(steady + "\n")
     if len(labs) > 1 and summary:
         met = sum(1 for _, r in summary if r["met"])
         measured = sum(1 for _, r in summary if r["met"] is not None)
@@ -131,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  ✘ {lab}: {r['claim']}")
     if ns.markdown and summary:
         write_markdown(ns.markdown, summary, " ".join(["labkit bench", ns.lab]
-                                                      + (["--size", ns.size] if ns.size else [])))
+                                                      + (["--size", ns.size] if ns.size else [])),
+                       host=steady)
         print(f"targets written to {ns.markdown}")
     if failed:
         print(f"benchmark failed for: {', '.join(failed)}", file=sys.stderr)
@@ -139,13 +146,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+#: rates between labs further apart than this (max/min − 1) mark the run as taken on a host
+#: whose speed changed under it (throttled, or other work on its cores)
+HOST_SPREAD = 0.08
+
+
+def host_rate() -> float:
+    """One core's FMA rate now (GFLOP/s, best of 5 × 50 ms): the host's speed between labs."""
+    from labkit import hardware
+    return hardware.measure_fma_rate(repeat=5)
+
+
+def host_note(rates: Sequence[float]) -> str:
+    """One line on the host's speed during the run, from :func:`host_rate` before, between and
+    after the labs: steady, or changed by more than :data:`HOST_SPREAD` — then the ratios of
+    this run are suspect (a throttled host slows every lab, and a lab measured at another speed
+    than its peer's is not comparable), and the line says to run it again."""
+    lo, hi = min(rates), max(rates)
+    spread = hi / lo - 1 if lo > 0 else float("inf")
+    vals = ", ".join(f"{r:.0f}" for r in rates)
+    if spread <= HOST_SPREAD:
+        return (f"host speed steady: one core's FMA rate {vals} GFLOP/s before, between and "
+                f"after the labs")
+    return (f"HOST SPEED CHANGED during this run: one core's FMA rate {vals} GFLOP/s before, "
+            f"between and after the labs ({spread:.0%} apart, more than {HOST_SPREAD:.0%}) — the "
+            f"host was throttled or shared; its ratios are suspect, run it again")
+
+
 MARK_BEGIN = "<!-- labkit bench: begin -->"
 MARK_END = "<!-- labkit bench: end -->"
 
 
-def markdown_table(summary: Sequence[tuple[str, dict]], command: str) -> str:
+def markdown_table(summary: Sequence[tuple[str, dict]], command: str, host: str = "") -> str:
     """The targets of one run as Markdown: a line saying when, where and how it was measured
-    (time, machine with numba's target and threads, load), then one row per target with ✔/✘ and the count."""
+    (time, machine with numba's target and threads, load, ``host``: :func:`host_note`), then one
+    row per target with ✔/✘ and the count."""
     import datetime
     import os
 
@@ -158,7 +193,7 @@ def markdown_table(summary: Sequence[tuple[str, dict]], command: str) -> str:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     lines = [f"Written by `{command} --markdown …` at {when} on: {hardware.summary()}; "
-             f"load average at the end {load}.", "",
+             f"load average at the end {load}" + (f"; {host}" if host else "") + ".", "",
              "| lab | comparison | target | measured |", "| --- | --- | --- | --- |"]
     for lab, r in summary:
         need = f"{'<' if r['at_most'] else '≥'} {num(r['need'])}{r['unit']}"
@@ -174,12 +209,13 @@ def markdown_table(summary: Sequence[tuple[str, dict]], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_markdown(path: str, summary: Sequence[tuple[str, dict]], command: str) -> None:
+def write_markdown(path: str, summary: Sequence[tuple[str, dict]], command: str,
+                   host: str = "") -> None:
     """Write ``markdown_table`` to ``path``: between the two marker lines if the file has them
     (the rest of the file kept byte for byte), else as the whole file."""
     from pathlib import Path
 
-    table = markdown_table(summary, command)
+    table = markdown_table(summary, command, host)
     parts = _marked_parts(path)
     body = table if parts is None else f"{parts[0]}{MARK_BEGIN}\n{table}{MARK_END}{parts[1]}"
     Path(path).write_text(body, encoding="utf-8")
