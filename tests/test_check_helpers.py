@@ -59,3 +59,10 @@ def test_gates_look_into_a_helper_that_holds_the_loop():
     assert lp is not None
     with pytest.raises(CheckFailure):            # a scalar helper still fails
         gates.vectorized_gate(colsum_scalar, (a,), min_bits=128)
+    # what the student sees: the listing of a function without a loop shows the helper's too
+    from labkit import inspect as lk_inspect
+    for kind in ("asm", "llvm"):
+        shown = lk_inspect.show(colsum, kind, (a,))
+        assert "the helpers it calls" in shown.title and "_rows" in shown.text, kind
+        assert shown.loops, f"no loop marked in the {kind} listing"
+    assert "helpers" not in lk_inspect.show(_rows, "asm").title   # its own loop: itself only

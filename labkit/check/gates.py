@@ -120,24 +120,8 @@ def _ir(fn, signature) -> str:
 
 
 def _helper_parts(disp, sig, kind: str) -> str:
-    """IR (``"llvm"``) or assembly (``"asm"``) of the other functions of ``disp``'s module
-    compiled into its code (its helpers), or ``""``."""
-    from labkit import inspect as lk_inspect
-    from labkit.inspect.ir import _asm_functions, _ir_functions, _own_symbols
-
-    try:
-        from numba.core.itanium_mangler import mangle_identifier
-        if not isinstance(sig, tuple):
-            sig = disp.signatures[0] if sig is None and disp.signatures else sig
-        fd = disp.overloads[tuple(sig)].fndesc
-        prefix = "_ZN" + "".join(mangle_identifier(p) for p in fd.modname.split("."))
-        main = _own_symbols(disp, tuple(sig))
-        full = (lk_inspect.llvm_ir if kind == "llvm" else lk_inspect.asm)(disp, sig, full=True)
-    except Exception:  # noqa: BLE001 - no helpers found: judge the function alone
-        return ""
-    funcs = _ir_functions(full) if kind == "llvm" else _asm_functions(full)
-    return "\n\n".join("\n".join(lines) for name, lines in funcs.items()
-                        if name.strip('"').startswith(prefix) and name.strip('"') != main)
+    from labkit.inspect.ir import helpers_text
+    return helpers_text(disp, sig, kind)
 
 
 def hot_loop(fn, signature, where: str | None = None):

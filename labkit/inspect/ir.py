@@ -250,6 +250,26 @@ def asm(fn, signature=None, *, full: bool = False) -> str:
     return text if full else _own_text(text, _own_symbols(disp, args), "asm")
 
 
+def helpers_text(fn, signature=None, kind: str = "asm") -> str:
+    """Assembly (``kind="asm"``) or optimised IR (``"llvm"``) of the other functions of ``fn``'s
+    own module compiled into its code and not inlined — the student's helper that holds the loop
+    (labkit's and numpy's code lives in other modules) — or ``""`` when there are none."""
+    from numba.core.itanium_mangler import mangle_identifier
+
+    try:
+        disp, args = _resolve(fn, signature)
+        fd = disp.overloads[args].fndesc
+        prefix = "_ZN" + "".join(mangle_identifier(p) for p in fd.modname.split("."))
+        main = _own_symbols(disp, args)
+        text = (llvm_ir if kind == "llvm" else asm)(disp, args, full=True)
+    except Exception:  # noqa: BLE001 - no helpers found: the function alone
+        return ""
+    funcs = _ir_functions(text) if kind == "llvm" else _asm_functions(text)
+    return "\n\n".join((f"{name}:\n" if kind == "asm" else "") + "\n".join(lines)
+                       for name, lines in funcs.items()
+                       if name.strip('"').startswith(prefix) and name.strip('"') != main)
+
+
 class _StderrCapture:
     """Redirect the C-level file descriptor 2 into a temporary file for the duration."""
 
