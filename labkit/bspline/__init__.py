@@ -53,7 +53,8 @@ from .kernels import (_batch_aos, _batch_canonical, _batch_tiles, _batch_tiles_b
                       _check_coefs, _walker_tiles,
                       basis, prefactors, vgh_aos, vgh_aosoa, vgh_soa, vgh_soa_blocked)
 from .layouts import (ALIGN, STREAMS, _HESS_INDEX, _tile, aligned_empty, aligned_zeros,
-                      aos_to_soa, new_output, soa_to_canonical, stream_stride, to_aosoa)
+                      aos_to_soa, canonical_outputs, new_output, soa_to_canonical,
+                      stream_stride, to_aosoa)
 
 __all__ = [
     "Inputs", "BsplineInputs", "SIZES", "STREAMS", "FLOAT32_RTOL", "make_inputs", "reference",
@@ -285,11 +286,9 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
         M, Nb = tc.shape[0], tc.shape[4]
         if blocked and output == "canonical":
             chunk = _chunk_for(N, P, M, Nb, numba.get_num_threads())
-            value = aligned_empty((P, N), np.float64)
-            grad = aligned_empty((P, N, 3), np.float64)
-            hess = aligned_empty((P, N, 3, 3), np.float64)
-            buf = aligned_empty((numba.config.NUMBA_NUM_THREADS, 1, 10,
-                                 stream_stride(chunk, coefs.dtype)), coefs.dtype)
+            value, grad, hess, buf = canonical_outputs(
+                P, N, (numba.config.NUMBA_NUM_THREADS, 1, 10, stream_stride(chunk, coefs.dtype)),
+                coefs.dtype)
             _batch_canonical(tc, N, idx, pref, chunk, value, grad, hess, buf)
             return value, grad, hess
         out = aligned_empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)

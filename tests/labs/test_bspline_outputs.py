@@ -1,0 +1,60 @@
+"""labkit.bspline: evaluate_vgh's canonical outputs come from a reused block only when nothing
+references the previous result any more (layouts.canonical_outputs)."""
+import numpy as np
+
+from labkit import bspline as bs
+from labkit.bspline import layouts
+
+
+def _inputs():
+    return bs.make_inputs({"grid": (6, 5, 7), "n": 24, "positions": 9}, seed=5)
+
+
+def _address(result):
+    return result[0].ctypes.data
+
+
+def test_a_held_result_is_never_overwritten():
+    x = _inputs()
+    ref = bs.reference(x)
+    first = bs.evaluate_vgh(x.coefs, x.positions)
+    kept = [a.copy() for a in first]
+    grad_view = first[1][:, :, 0]                       # a view alone keeps the block alive
+    del first
+    for _ in range(3):
+        other = bs.evaluate_vgh(x.coefs, x.positions[::-1])
+        bs.validate(other, tuple(r[::-1] for r in ref), rtol=1e-12)
+    assert np.array_equal(grad_view, kept[1][:, :, 0])
+    held = bs.evaluate_vgh(x.coefs, x.positions)
+    nxt = bs.evaluate_vgh(x.coefs, x.positions[::-1])   # held is alive: a different block
+    assert not np.shares_memory(held[2], nxt[2])
+    for a, b in zip(held, kept):
+        assert np.array_equal(a, b)
+
+
+def test_a_dropped_result_is_reused_and_aligned():
+    if not layouts._POOL_OK:
+        return
+    x = _inputs()
+    addr = _address(bs.evaluate_vgh(x.coefs, x.positions))
+    res = bs.evaluate_vgh(x.coefs, x.positions)          # the previous result was dropped
+    assert _address(res) == addr
+    for a in res:
+        assert a.ctypes.data % bs.ALIGN == 0 and a.flags.c_contiguous and a.dtype == np.float64
+    bs.validate(res, bs.reference(x), rtol=1e-12)
+    # the natural loop: the previous result is alive during the call, two blocks alternate
+    seen = set()
+    for _ in range(4):
+        res = bs.evaluate_vgh(x.coefs, x.positions)
+        seen.add(_address(res))
+    assert len(seen) <= 2
+    assert len(layouts._POOL) <= layouts._POOL_SIZE
+
+
+def test_other_sizes_get_their_own_block():
+    x = _inputs()
+    a = bs.evaluate_vgh(x.coefs, x.positions)
+    b = bs.evaluate_vgh(x.coefs, x.positions[:4])
+    assert a[0].shape == (9, 24) and b[0].shape == (4, 24)
+    assert not np.shares_memory(a[0], b[0])
+    bs.validate(b, tuple(r[:4] for r in bs.reference(x)), rtol=1e-12)
