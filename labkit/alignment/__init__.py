@@ -267,6 +267,8 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
     lanes = positive_int(lanes, "lanes", hint="pairs per batch, e.g. 64")
     if method != "scalar":
         fast = _align_letters(seqs1, seqs2, sc, lanes, threads, method)
+        if fast is None:
+            fast = _align_arrays(seqs1, seqs2, sc, threads)
         if fast is not None:
             return fast
     c1, l1 = _as_codes(seqs1, "seqs1")
@@ -368,12 +370,30 @@ def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
     return out if bad == -1 else None
 
 
+def _align_arrays(seqs1, seqs2, sc, threads):
+    """``align`` on two 2-D uint8 code arrays with as many rows, within ``fits_shifted``: one
+    kernel call (``fast._align_codes``) that checks the codes tile by tile on the tiles'
+    threads, where ``_as_codes`` reads all of them first on one thread. None for any other
+    input or if a code is above 4 (the general path then validates and reports)."""
+    if not (type(seqs1) is np.ndarray and type(seqs2) is np.ndarray and seqs1.ndim == 2
+            and seqs2.ndim == 2 and seqs1.dtype == np.uint8 and seqs2.dtype == np.uint8):
+        return None
+    (n, len1), (n2, len2) = seqs1.shape, seqs2.shape
+    if n != n2 or n == 0 or len1 == 0 or len2 == 0 or not fits_shifted(len1, len2, sc):
+        return None
+    out = np.empty(n, np.int32)
+    with use_threads(threads) as t:
+        bad = _align_codes(np.ascontiguousarray(seqs1), np.ascontiguousarray(seqs2), sc,
+                           t > 1 and n > TILE, out)
+    return None if bad else out
+
+
 # ---------------------------------------------------------------------------- kernels (re-exported)
 from .kernels import (_align_ragged_parallel, _align_ragged_serial,  # noqa: E402
                       _align_scalar_lens, _scalar_pair, align_batched, align_batched_serial,
                       align_scalar, align_transposed, align_transposed_promoted, transpose_batch,
                       transpose_ragged)
-from .fast import (TILE, _align_spans_parallel, _align_spans_serial,  # noqa: E402
+from .fast import (TILE, _align_codes, _align_spans_parallel, _align_spans_serial,  # noqa: E402
                    align_shifted, align_shifted_serial, fits_shifted)
 
 #: Names that live in submodules importing this package (imported on first use, so that

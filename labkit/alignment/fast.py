@@ -29,6 +29,7 @@ from numba import prange
 
 from labkit.jit import njit
 
+from ._atomic import claim
 from .kernels import _ends
 from .scoring import ALPHABET
 
@@ -199,12 +200,23 @@ def _misses(seg):
 
 
 @njit(cache=True)
+def _bad_codes(seg):
+    """Nonzero if a code of ``seg`` (1-D uint8) is above 4 (a max-reduction, 64 lanes)."""
+    acc = np.uint8(0)
+    for i in range(seg.size):
+        acc = max(acc, seg[i])
+    return np.uint8(acc > np.uint8(4))
+
+
+@njit(cache=True)
 def _fill(raw, spans, order, start, stop, letters, L):
     """Pairs order[start:stop] (sequence p = raw[spans[p, 0]:][:spans[p, 1]]) → (T, lens, bad):
     the L × TILE tile, zeros past the ends, the lane lengths (L for padding lanes), and whether
-    a letter is outside the alphabet. With ``letters`` the symbols stay letters, folded to lower
-    case (the kernel only compares them; a code would cost a lookup per letter). Full tiles of
-    equal lengths on 8-byte boundaries take the register transpose."""
+    a symbol is bad: a letter outside the alphabet, or without ``letters`` a code above 4 (the
+    check runs on the tile just written, in cache, on the tile's thread). With ``letters`` the
+    symbols stay letters, folded to lower case (the kernel only compares them; a code would
+    cost a lookup per letter). Full tiles of equal lengths on 8-byte boundaries take the
+    register transpose."""
     n = stop - start
     T = np.zeros((L, TILE), np.uint8)
     lens = np.full(TILE, L, np.int64)
@@ -224,15 +236,16 @@ def _fill(raw, spans, order, start, stop, letters, L):
             for r in range(8):
                 starts[r] = spans[order[start + 8 * kb + r], 0] // 8
             _transpose8(rv, starts, fold8, Tv, kb, L // 8)
-        if letters:
-            bad = _misses(T.reshape(T.size))
+        flat = T.reshape(T.size)
+        bad = _misses(flat) if letters else _bad_codes(flat)
     else:
         last = -1
         for k in range(n):
             p = order[start + k]
             o = spans[p, 0]
-            if letters and o != last:              # a query repeated in every lane: once
-                bad |= _misses(raw[o:o + spans[p, 1]])
+            if o != last:                          # a query repeated in every lane: once
+                seg = raw[o:o + spans[p, 1]]
+                bad |= _misses(seg) if letters else _bad_codes(seg)
                 last = o
             for i in range(spans[p, 1]):
                 T[i, k] = raw[o + i] | fold
@@ -242,7 +255,7 @@ def _fill(raw, spans, order, start, stop, letters, L):
 @njit(cache=True)
 def _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, start, stop, out):
     """Pairs order[start:stop] → one tile each side → scores into out[order[...]]; True if a
-    letter is outside the alphabet (nothing written then)."""
+    symbol is bad (``_fill``; nothing written then)."""
     L1 = 1
     L2 = 1
     for k in range(start, stop):
@@ -273,12 +286,27 @@ def _code_spans(seqs, lens):
 
 @njit(cache=True, parallel=True)
 def _align_spans_parallel(raw1, sp1, raw2, sp2, order, letters, scoring, out):
-    """Tiles of ``TILE`` pairs (in ``order``) over threads; True if a letter was bad."""
+    """Tiles of ``TILE`` pairs (in ``order``) over threads; True if a symbol was bad.
+
+    Threads claim tiles from a shared atomic counter, the next one as they finish one, the
+    last tiles of ``order`` (the longest, as ``align`` sorts ragged input) first: a thread
+    that starts late or loses its core for a while leaves its share to the others, and
+    ragged tiles balance. (A ``prange`` over the tiles gives each thread one fixed block of
+    them before any runs: the call waits for the slowest block.) The ``prange`` has one
+    iteration per tile only so that it needs no thread count (``numba.get_num_threads()``
+    would keep the function out of numba's cache): a thread's first iteration claims until
+    no tile is left, its other iterations find none."""
     nt = (order.size + TILE - 1) // TILE
-    bad = np.zeros(nt, np.bool_)
-    for t in prange(nt):
-        bad[t] = _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, t * TILE,
-                             min(t * TILE + TILE, order.size), out)
+    bad = np.empty(nt, np.bool_)                   # every tile writes its entry
+    nxt = np.empty(8, np.int64)                    # the counter: a cache line of its own
+    nxt[0] = 0                                     # (np.zeros would be a parallel loop: a
+    for _ in prange(nt):                           # region of its own, threads woken twice)
+        c = claim(nxt)
+        while c < nt:
+            t = nt - 1 - c
+            bad[t] = _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, t * TILE,
+                                 min(t * TILE + TILE, order.size), out)
+            c = claim(nxt)
     return bad.any()
 
 
@@ -290,6 +318,19 @@ def _align_spans_serial(raw1, sp1, raw2, sp2, order, letters, scoring, out):
                        min(t * TILE + TILE, order.size), out):
             return True
     return False
+
+
+@njit(cache=True)
+def _align_codes(seqs1, seqs2, scoring, parallel, out):
+    """Code arrays of equal lengths (pairs × length uint8, C-contiguous, same pairs) → scores
+    into ``out``, over threads if ``parallel``; True if a code is above 4 (each tile checks its
+    own, on its thread: no pass over the input before the kernel)."""
+    n = seqs1.shape[0]
+    raw1, sp1 = _code_spans(seqs1, np.full(n, seqs1.shape[1], np.int64))
+    raw2, sp2 = _code_spans(seqs2, np.full(n, seqs2.shape[1], np.int64))
+    if parallel:
+        return _align_spans_parallel(raw1, sp1, raw2, sp2, np.arange(n), False, scoring, out)
+    return _align_spans_serial(raw1, sp1, raw2, sp2, np.arange(n), False, scoring, out)
 
 
 @njit(cache=True)

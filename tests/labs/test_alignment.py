@@ -9,6 +9,7 @@ from numba import njit
 from labkit import alignment as A
 from labkit import check
 from labkit.alignment import checks as _checks  # noqa: F401 - registers check.transpose, …
+from labkit.alignment import fast
 
 parasail = pytest.importorskip("parasail")
 
@@ -386,3 +387,29 @@ def test_transpose_ragged():
     T, lens = A.transpose_ragged(flat, np.array([0, 3, 10]), 4)
     assert T.shape == (7, 4) and T.flags.c_contiguous and list(lens) == [3, 7, 0, 0]
     assert list(T[:3, 0]) == [0, 1, 2] and list(T[:, 1]) == list(flat[3:]) and not T[3:, 0].any()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_code_arrays_checked_in_the_kernel_and_tiles_claimed_dynamically(threads):
+    # 2-D uint8 arrays go to fast._align_codes, which checks the codes tile by tile (full
+    # tiles at length 16 take the register transpose; the last, partial tile and length 13 the
+    # lane-by-lane copy); tiles are claimed from an atomic counter, longest first: ragged,
+    # sorted input over threads equals the reference
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("needs 2 numba threads")
+    for length, row in ((16, 100), (16, 197), (13, 100)):
+        inp = _inputs(200, length, seed=23)
+        A.validate(A.align(inp.seqs1, inp.seqs2, threads=threads), A.reference(inp))
+        bad = inp.seqs2.copy()
+        bad[row, length - 1] = 7
+        out = np.empty(200, np.int32)
+        assert fast._align_codes(inp.seqs1, bad, SC, threads > 1, out)
+        assert not fast._align_codes(inp.seqs1, inp.seqs2, SC, threads > 1, out)
+        with pytest.raises(ValueError, match=rf"seqs2\[{row}, {length - 1}\] = 7 is not a code"):
+            A.align(inp.seqs1, bad, threads=threads)
+    inp = _inputs(300, 120, 90, vary=True, seed=24)
+    s1, s2 = inp.strings()
+    A.validate(A.align(s1, s2, threads=threads), A.reference(inp))
+    rows1 = [inp.seqs1[p, :inp.lens1[p]] for p in range(inp.pairs)]
+    rows2 = [inp.seqs2[p, :inp.lens2[p]] for p in range(inp.pairs)]
+    A.validate(A.align(rows1, rows2, threads=threads), A.reference(inp))
