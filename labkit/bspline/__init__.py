@@ -288,7 +288,7 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
             chunk = _chunk_for(N, P, M, Nb, numba.get_num_threads())
             value, grad, hess, buf = canonical_outputs(
                 P, N, (numba.config.NUMBA_NUM_THREADS, 1, 10, stream_stride(chunk, coefs.dtype)),
-                coefs.dtype)
+                coefs.dtype, avoid=coefs.ctypes.data)
             _batch_canonical(tc, N, idx, pref, chunk, value, grad, hess, buf)
             return value, grad, hess
         out = aligned_empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)

@@ -58,3 +58,15 @@ def test_other_sizes_get_their_own_block():
     assert a[0].shape == (9, 24) and b[0].shape == (4, 24)
     assert not np.shares_memory(a[0], b[0])
     bs.validate(b, tuple(r[:4] for r in bs.reference(x)), rtol=1e-12)
+
+
+def test_scratch_keeps_its_page_offset_away_from_the_coefficients():
+    for avoid in (64, 4096 + 128, 1000 * 64 + 7 * 64):
+        v, g, h, buf = layouts.canonical_outputs(3, 40, (2, 1, 10, 48), np.float32, avoid=avoid)
+        assert buf.shape == (2, 1, 10, 48) and buf.dtype == np.float32
+        assert buf.ctypes.data % bs.ALIGN == 0
+        assert (buf.ctypes.data - avoid) % 4096 == layouts._SCRATCH_SKEW
+        end = buf.ctypes.data + buf.nbytes
+        base = buf.base if buf.base is not None else buf
+        assert end <= base.ctypes.data + base.nbytes          # inside the block
+        assert not any(np.shares_memory(buf, a) for a in (v, g, h))
