@@ -14,6 +14,7 @@ from numba import prange
 from labkit._common import use_threads
 from labkit.jit import njit
 
+from ._fused import _fused3_v8
 from ._intrinsics import (_and_store_v8, _chi_rows, _derive3_v8, _lanes1, _lanes3, _lanes4,
                           _lanes6, _lanes9, _nlogn_rows, _sub2_v8, _taylor_rows)
 
@@ -141,26 +142,34 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     Rp = R // 3
     G = _group_nb(Rc)
     k_first = (k_lo // 8) * 8
+    # one segment per class (the usual case): count, derive and the χ² bound in one intrinsic
+    fused = pair and segs.shape[0] == 2 and segs[0, 2] != segs[1, 2]
+    s1 = 0 if segs[0, 2] == 1 else 1
+    lo1 = segs[s1, 0]
+    nw1 = segs[s1, 1] - lo1
+    lo0 = segs[1 - s1, 0] if segs.shape[0] > 1 else 0
+    nw0 = segs[1 - s1, 1] - lo0 if segs.shape[0] > 1 else 0
     for kb in range(k_first, k_hi, batch):
         ke = min(kb + batch, k_hi)
         nvec = (ke - kb + 7) // 8
         cstride = 8 * nvec
-        # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
-        _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
-        if pair:                 # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g');
-            # rows (r', 2): the parent's count minus rows (r', 0), (r', 1) — in one pass
-            _derive3_v8(counts, R, cstride, pj, par, kb // 8, nvec)
-        elif sub:                # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
-            for c in range(2):
-                for rp in range(Rp):
-                    for g in range(2):
-                        o = ((c * R + 2 * Rp + rp) * 2 + g) * cstride
-                        o0 = ((c * R + 2 * rp) * 2 + g) * cstride
-                        o1 = ((c * R + 2 * rp + 1) * 2 + g) * cstride
-                        op = ((c * Rp + rp) * 2 + g) * npad + kb
-                        _sub2_v8(counts, o, o0, o1, par, op, nvec)
-        if phases < 3:
-            continue
+        if not fused:
+            # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
+            _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
+            if pair:             # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g');
+                # rows (r', 2): the parent's count minus rows (r', 0), (r', 1) — in one pass
+                _derive3_v8(counts, R, cstride, pj, par, kb // 8, nvec)
+            elif sub:            # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
+                for c in range(2):
+                    for rp in range(Rp):
+                        for g in range(2):
+                            o = ((c * R + 2 * Rp + rp) * 2 + g) * cstride
+                            o0 = ((c * R + 2 * rp) * 2 + g) * cstride
+                            o1 = ((c * R + 2 * rp + 1) * 2 + g) * cstride
+                            op = ((c * Rp + rp) * 2 + g) * npad + kb
+                            _sub2_v8(counts, o, o0, o1, par, op, nvec)
+            if phases < 3:
+                continue
         # floating-point phase: MI from Σ n ln n (lookup table), 8 candidates per vector
         b0 = 0
         b1 = R * 2 * cstride
@@ -169,11 +178,21 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
             jlo = max(k_lo - kb - o, 0)
             jhi = min(ke - kb - o, 8)
             w = state[0]
-            if tq[w] >= 0:       # top list full: the MI only of candidates whose χ² bound reaches it
-                # a candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11 (less 1e-12 for
-                # rounding)
-                lim = ((tq[w] - 1) * 1e-11 - 1e-12) * s_scale + s_base
+            full = tq[w] >= 0
+            # once the top list is full, the MI only of candidates whose χ² bound reaches it: a
+            # candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11 (less 1e-12 for rounding)
+            lim = ((tq[w] - 1) * 1e-11 - 1e-12) * s_scale + s_base
+            m = 0
+            if fused:
+                kblk = kb // 8 + v
+                m = _fused3_v8(tables, toff + lo1, toff + lo0, W, lanes,
+                               (kblk * 2 * W + lo1) * 8, (kblk * 2 * W + lo0) * 8, W * 8, nw1,
+                               nw0, pj, par, kblk * 96, pc, lim, counts, o, cstride, 2 * W * 8)
+                if phases < 3:
+                    continue
+            elif full:
                 m = _chi_rows(counts, b1, b0, cstride, o, pc, R, lim, 0.0, acc)
+            if full:
                 m &= (1 << jhi) - (1 << jlo)          # the lanes of [k_lo, ke) only
                 # ... and then only if the tighter Taylor bound (2·N·MI ≤ Σ t, t within 2**-12)
                 # reaches 2·N·MI ≥ 2·N·lim_mi (its floor, less 2**-10 and 1e-6)
