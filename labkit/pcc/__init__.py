@@ -29,13 +29,13 @@ from labkit._common import check_threads, check_tile, is_int, raise_mismatch, us
 from labkit._sizes import resolve_size
 
 from . import panels
-from .engine import KB, as_engine_rows, engine_rows, standardize_into
+from .engine import KB, aligned_empty, as_engine_rows, engine_rows, standardize_into
 from .kernels import KBLOCK          # re-exported; the kernels themselves at the end
 
 __all__ = [
     "SIZES", "Inputs", "PCCInputs", "make_inputs", "reference", "validate",
     "pearson_allpairs", "correlated_pairs", "pcc_threads", "blas_pcc", "gflops",
-    "DEFAULT_TILE", "SCHEDULES", "DEFAULT_SCHEDULE", "engine_input",
+    "DEFAULT_TILE", "SCHEDULES", "DEFAULT_SCHEDULE", "engine_input", "kb_for",
     # kernels.py
     "standardize", "pcc_naive", "pcc_transformed", "pcc_tiled", "KBLOCK",
     # mapping.py
@@ -200,7 +200,7 @@ def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule=DEFAULT_SCHEDU
         raise ValueError(f"the {n}×{n} result needs {need / 2**30:.1f} GiB, more than this "
                          "machine's memory allows; use correlated_pairs(X, threshold) instead")
     Z, const = _standardized_rows(X, P, tile)
-    R, _ = _run_tiles(Z, tile, schedule, P, KB)
+    R, _ = _run_tiles(Z, tile, schedule, P, kb_for(Z))
     _nan_const(R, const, "X")
     return R
 
@@ -241,22 +241,28 @@ def engine_input(Z, tile=DEFAULT_TILE):
     return panels.as_panels(Z) if panels.applies(tile) else as_engine_rows(Z)
 
 
+def kb_for(Z):
+    """Samples per k-block for the engine's form of Z: ``panels.KB`` for packed panels (a tuple),
+    ``engine.KB`` for engine rows. Every path (matrix, buffer passes, MPI ranks) uses it, so
+    they all sum in the same order."""
+    return panels.KB if isinstance(Z, tuple) else KB
+
+
 def pcc_threads(Z, tile=DEFAULT_TILE, schedule="static", threads=None, kb=None):
     """Fast kernel on standardised rows Z: (R, owner) with owner[J] = thread that did tile J.
 
     Z's rows are copied into the engine's form first (``engine_input``: packed panels or aligned,
     zero-padded rows) unless they already are; ``kb`` (samples per k-block) defaults to
-    ``engine.KB``."""
+    ``kb_for(Z)`` (``panels.KB`` or ``engine.KB``)."""
     tile = _check_tile(tile)
     schedule = _check_schedule(schedule)
     P = check_threads(threads)
-    if kb is None:
-        kb = KB
-    elif not is_int(kb) or kb < 1:
-        raise ValueError(f"kb must be a positive int (samples per k-block), got {kb!r}")
     if isinstance(Z, tuple) and not panels.applies(tile):
         raise ValueError(f"packed panels run only where panels.applies(tile={tile}); pass Z itself")
-    return _run_tiles(engine_input(Z, tile), tile, schedule, P, int(kb))
+    if kb is not None and (not is_int(kb) or kb < 1):
+        raise ValueError(f"kb must be a positive int (samples per k-block), got {kb!r}")
+    Z = engine_input(Z, tile)
+    return _run_tiles(Z, tile, schedule, P, int(kb_for(Z) if kb is None else kb))
 
 
 def _n_vars(Z):
@@ -267,7 +273,7 @@ def _run_tiles(Z, tile, schedule, P, kb):
     n = _n_vars(Z)
     m = -(-n // tile)
     T = m * (m + 1) // 2
-    R = np.empty((n, n))
+    R = aligned_empty((n, n))       # 64-byte rows starts for the blocks' vector stores
     owner = np.full(T, -1, dtype=np.int64)
     with use_threads(P):
         if schedule == "static":
@@ -328,7 +334,7 @@ def _pairs_over_range(Z, tile, J0, J1, threshold, P, tiles_per_pass, max_pairs):
         for s in range(J0, J1, tiles_per_pass):
             e = min(J1, s + tiles_per_pass)
             b = buf[: e - s]
-            tiles_to_buffer(Z, tile, KB, s, e, b)
+            tiles_to_buffer(Z, tile, kb_for(Z), s, e, b)
             i, j, v = extract_pairs(b, n, tile, s, threshold)
             total += len(i)
             if total > max_pairs:

@@ -14,8 +14,9 @@ from numba import njit
 from labkit._common import check_threads, use_threads
 from labkit._mpi import SerialComm, ranks, world  # noqa: F401 - SerialComm, world re-exported
 
-from . import DEFAULT_TILE, _check_tile, _check_X, _nan_const, _pairs_over_range, _standardized_rows
-from .engine import KB, tiles_to_buffer
+from . import (DEFAULT_TILE, _check_tile, _check_X, _nan_const, _pairs_over_range, _standardized_rows,
+               kb_for)
+from .engine import tiles_to_buffer
 from .mapping import _job_coords_nb, rank_tile_range
 
 __all__ = ["distributed_pcc", "SerialComm", "world"]
@@ -51,7 +52,7 @@ def distributed_pcc(X, comm=None, tile=DEFAULT_TILE, threshold=None, threads=Non
         buf = np.empty((J1 - J0, tile, tile))
         if J1 > J0:
             with use_threads(P):
-                tiles_to_buffer(Z, tile, KB, J0, J1, buf)
+                tiles_to_buffer(Z, tile, kb_for(Z), J0, J1, buf)
         parts = comm.gather((J0, J1, buf), root=0)
         if rank != 0:
             return None

@@ -35,7 +35,7 @@ from labkit.jit import compiles_for_avx512, njit
 
 from .engine import _ALIGN, LANE, _row_moments
 
-__all__ = ["ENABLED", "NV", "applies", "panel_rows", "standardize_panels", "as_panels",
+__all__ = ["ENABLED", "NV", "KB", "applies", "panel_rows", "standardize_panels", "as_panels",
            "panel_tile"]
 
 #: the panel engine runs where numba compiles for AVX-512F (32 zmm registers hold the 24
@@ -43,6 +43,10 @@ __all__ = ["ENABLED", "NV", "applies", "panel_rows", "standardize_panels", "as_p
 ENABLED = compiles_for_avx512()
 #: column panels per micro-kernel call (8 × 8·NV block, 8·NV accumulators)
 NV = 3
+#: samples per k-block for the panels: up to 2048 samples the whole k range is one block, so a
+#: block of R is stored once and never re-read (k-blocks of 512 re-read R's partial sums: 5–7 %
+#: of the kernel's CPU time at n = 4000, l = 2000; the operand streams run as fast either way)
+KB = 2048
 
 _F64 = ir.DoubleType()
 _VD = ir.VectorType(_F64, LANE)
@@ -106,6 +110,28 @@ def as_panels(Z):
 
 
 # ---------------------------------------------------------------- the micro-kernel (LLVM IR)
+def _transpose8(builder, rows):
+    """The columns of an 8 × 8 block given as 8 ``<8 x double>`` rows: three stages of
+    two-source shuffles (pairs of lanes, of 2-lane and of 4-lane groups), 24 shuffles."""
+    def sh(a, b, idx):
+        return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, LANE), idx))
+    t = [None] * LANE
+    for i in range(0, LANE, 2):
+        t[i] = sh(rows[i], rows[i + 1], [0, 8, 2, 10, 4, 12, 6, 14])
+        t[i + 1] = sh(rows[i], rows[i + 1], [1, 9, 3, 11, 5, 13, 7, 15])
+    u = [None] * LANE
+    for base in (0, 4):
+        for j in (0, 1):
+            a, b = t[base + j], t[base + j + 2]
+            u[base + j] = sh(a, b, [0, 1, 8, 9, 4, 5, 12, 13])
+            u[base + j + 2] = sh(a, b, [2, 3, 10, 11, 6, 7, 14, 15])
+    cols = [None] * LANE
+    for j in range(4):
+        cols[j] = sh(u[j], u[j + 4], [0, 1, 2, 3, 8, 9, 10, 11])
+        cols[j + 4] = sh(u[j], u[j + 4], [4, 5, 6, 7, 12, 13, 14, 15])
+    return cols
+
+
 def _make_ukernel(nv):
     """An intrinsic ``uk(Zp, pi, pj, k0, kk, out, oi, oj, first, mirror)`` for an 8 × 8·nv block:
     out[oi + c, oj + 8v + r] (+)= Σ_{k0 ≤ k < k0+kk} Zp[pi, k, c] · Zp[pj + v, k, r]; ``first``
@@ -166,26 +192,70 @@ def _make_ukernel(nv):
                 for v in range(nv):
                     cell = builder.add(builder.mul(builder.add(oi_, K(c)), ldo),
                                        builder.add(oj_, K(LANE * v)))
-                    ptr = builder.bitcast(builder.gep(O.data, [cell]), _VD.as_pointer())
-                    acc = builder.load(accs[c][v])
-                    val = builder.select(first_, acc, builder.fadd(builder.load(ptr, align=8), acc))
-                    clipped = builder.call(minnum, [builder.call(maxnum, [val, lo]), hi])
-                    ptrs[c, v], vals[c, v] = ptr, builder.select(mirror_, clipped, val)
-            for key, ptr in ptrs.items():
-                builder.store(vals[key], ptr, align=8)
-            with builder.if_then(mirror_):
-                for (c, v), val in vals.items():
-                    for r in range(LANE):
-                        mrow = builder.add(oj_, K(LANE * v + r))
-                        mcell = builder.add(builder.mul(mrow, ldo), builder.add(oi_, K(c)))
-                        builder.store(builder.extract_element(val, ir.Constant(_I32, r)),
-                                      builder.gep(O.data, [mcell]))
+                    ptrs[c, v] = builder.bitcast(builder.gep(O.data, [cell]), _VD.as_pointer())
+                    vals[c, v] = builder.load(accs[c][v])
+            # a later k-block adds the partial sums in out; the first does not read out at all
+            with builder.if_else(first_) as (then, otherwise):
+                with then:
+                    from_first = builder.block
+                with otherwise:
+                    added = {key: builder.fadd(builder.load(ptr, align=8), vals[key])
+                             for key, ptr in ptrs.items()}
+                    from_later = builder.block
+            phis = {}
+            for key in ptrs:                          # (phi nodes first in their block)
+                phis[key] = builder.phi(_VD)
+                phis[key].add_incoming(vals[key], from_first)
+                phis[key].add_incoming(added[key], from_later)
+            for key, phi in phis.items():
+                clipped = builder.call(minnum, [builder.call(maxnum, [phi, lo]), hi])
+                vals[key] = builder.select(mirror_, clipped, phi)
+            def store(val, ptr, nt):
+                if not nt:
+                    return builder.store(val, ptr, align=8)
+                st = builder.store(val, ptr, align=64)
+                st.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+                return st
+
+            def upper(nt):
+                for key, ptr in ptrs.items():
+                    store(vals[key], ptr, nt)
+
+            def mirror(nt):                           # the transpose: 8 vector stores per 8 × 8
+                for v in range(nv):
+                    for r, col in enumerate(_transpose8(builder, [vals[c, v] for c in range(LANE)])):
+                        mcell = builder.add(builder.mul(builder.add(oj_, K(LANE * v + r)), ldo), oi_)
+                        store(col, builder.bitcast(builder.gep(O.data, [mcell]), _VD.as_pointer()), nt)
+
+            # the last k-block of a tile of R: every store is final, so they bypass the caches
+            # (non-temporal: R's fresh lines are not read from memory first) when every row of
+            # out starts on a 64-byte line (R from aligned_empty, n a multiple of 8)
+            mis = builder.or_(builder.ptrtoint(O.data, _I64), builder.mul(ldo, K(8)))
+            aligned = builder.icmp_unsigned("==", builder.and_(mis, K(_ALIGN - 1)), K(0))
+            with builder.if_else(builder.and_(mirror_, aligned)) as (then, otherwise):
+                with then:
+                    upper(True)
+                    mirror(True)
+                with otherwise:
+                    upper(False)
+                    with builder.if_then(mirror_):
+                        mirror(False)
             return context.get_dummy_value()
         return sig, codegen
     return uk
 
 
 _uk1, _uk2, _uk3 = (_make_ukernel(v) for v in (1, 2, 3))
+
+
+@intrinsic
+def _store_fence(typingctx):
+    """A full fence (``fence seq_cst``: mfence on x86): the micro-kernel's non-temporal stores are
+    globally visible before the thread reports its tiles done."""
+    def codegen(context, builder, signature, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+    return types.void(), codegen
 
 
 @njit(cache=True, nogil=True)
@@ -244,3 +314,5 @@ def panel_tile(Zp, n, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
     if pi1 > full:                                # the row panel with rows ≥ n
         for pj in range(full if diag else pj0, pj1):
             _edge_block(Zp, n, full, pj, kb, out, oi, oj, sym)
+    if sym:
+        _store_fence()

@@ -99,7 +99,7 @@ def test_buffer_tiles_match_the_matrix(n, path):
     assert isinstance(Z, tuple) == (path == "panels")
     m, T = pcc.n_tiles(n, tile)
     buf = np.zeros((T, tile, tile))
-    engine.tiles_to_buffer(Z, tile, engine.KB, 0, T, buf)
+    engine.tiles_to_buffer(Z, tile, pcc.kb_for(Z), 0, T, buf)
     R = pcc.pearson_allpairs(X, tile=tile)
     for J in range(T):
         yt, xt = pcc.tile_coords(n, tile, J)
