@@ -241,7 +241,8 @@ def run_benchmark(size=None, repeat: int = 5):
         out["threads, CPU time"] = cpu_compare(
             {"1 thread": one, f"{nthreads} threads": many}, work=big.pairs, repeat=repeat,
             label=f"CPU seconds of all threads: ratio = parallel efficiency; wall-clock speedup on "
-                  f"idle cores ≈ {nthreads} × ratio")
+                  f"idle cores ≈ {nthreads} × ratio (OpenMP's idle threads spin: waits count as "
+                  f"CPU time, so other jobs on the cores lower it)")
     return out
 
 
