@@ -10,11 +10,14 @@ registers for the whole k loop (nv = 3: 24 zmm accumulators, 3 loads + 8 broadca
 — no horizontal sums: each accumulator lane is one cell R[i, j]. It is written as LLVM IR
 (``numba.extending.intrinsic``, the pattern of ``labkit/epistasis/_intrinsics.py``), so LLVM has
 nothing left to vectorise and compiles it quickly; the last k-block of a tile of R clips each
-cell to [-1, 1] and stores the block's transpose too (the mirror).
+cell to [-1, 1] and stores the block's transpose too (the mirror: an 8 × 8 transpose in
+registers, 8 vector stores). Those final stores are non-temporal when R's rows start on 64-byte
+lines (``engine.aligned_empty``, n a multiple of 8): a fresh R's lines are not read from memory
+before being overwritten (docs/pcc.md run 8).
 
-Loop order in a tile (``panel_tile``): k-blocks of ``kb`` samples → groups of 3 column panels →
-row panels (the other order, row panels outside, ran 2–5 % slower: docs/pcc.md); a tile's two
-k-slices (2 · 192 · 512 · 8 B = 1.5 MiB) stay in L2. A panel containing rows ≥ n (n not a
+Loop order in a tile (``panel_tile``): k-blocks of ``kb`` samples (``KB`` = 2048: one block up to
+l = 2048, so each block of R is stored once) → groups of 3 column panels → row panels (the other
+order, row panels outside, ran 2–5 % slower: docs/pcc.md). A panel containing rows ≥ n (n not a
 multiple of 8) is computed into an 8 × 8 scratch block and copied cell by cell (``_edge_block``).
 The micro-kernel is one numba function, ``_ukernel``, that ``panel_tile`` calls (LLVM does not
 inline it into every driver).

@@ -90,6 +90,20 @@ def test_pcc_threads_bad_kb():
         pcc.pcc_threads(Z[0])
 
 
+@pytest.mark.parametrize("n", [64, 61])
+def test_aligned_R_non_temporal_and_plain_stores_agree(n, path):
+    """R from pearson_allpairs starts on a 64-byte line; n a multiple of 8 takes the micro-kernel's
+    non-temporal stores, other n the plain ones: both exact and symmetric, and the same bits as
+    the buffer path (plain stores) where they overlap."""
+    X = np.random.default_rng(n).normal(size=(n, 300))
+    R = pcc.pearson_allpairs(X, tile=16)
+    assert R.ctypes.data % 64 == 0 and R.flags.c_contiguous and R.shape == (n, n)
+    pcc.validate(R, _corrcoef(X))
+    assert np.array_equal(R, R.T)
+    i, j, r = pcc.correlated_pairs(X, 1e-9, tile=16)
+    assert np.array_equal(r, R[i, j])
+
+
 @pytest.mark.parametrize("n", [150, 147])
 def test_buffer_tiles_match_the_matrix(n, path):
     """tiles_to_buffer (no mirror, no clip, tile-local cells) and pearson_allpairs: the same bits."""
@@ -143,3 +157,7 @@ def test_panel_micro_kernel_registers():
     loads = len(re.findall(r"vmov[au]pd\s+\(", hot)) + sum("{1to8}" not in f and "(" in f for f in fma)
     broadcasts = len(re.findall(r"vbroadcastsd\s+", hot)) + sum("{1to8}" in f for f in fma)
     assert (loads, broadcasts) == (panels.NV, 8)
+    # the last k-block's stores: the 8×24 block and its transpose, 512-bit, non-temporal when
+    # aligned (plain stores otherwise), no scalar stores of single cells
+    assert len(re.findall(r"vmovntpd\s+%zmm", asm)) >= 2 * 8 * panels.NV
+    assert not re.search(r"vmovsd\s+%xmm\d+, ", asm)
