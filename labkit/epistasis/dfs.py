@@ -121,7 +121,9 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     counted (4 of 9); rows (2, g') are the pair counts of (j, k) (``pj``: the second prefix SNP's
     counts with every k, counted once per search) minus rows (0, g'), (1, g'); then ``par`` and
     ``pj`` are rows of the pair tables in their blocked layout (``_pair_counts``), and all 5
-    derived rows come from one ``_derive3_v8`` pass.
+    derived rows come from one ``_derive3_v8`` pass — or, with one segment per class (the
+    usual case), counts, derived rows and the χ² bound of each 8 candidates from one
+    ``_fused3_v8`` call (``_fused.py``), the counts stored once for the Taylor stage and the MI.
     """
     sub = par.size > 0
     n1 = 0
