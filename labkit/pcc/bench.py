@@ -67,16 +67,30 @@ def _pa(schedule):
 #: of CPU burnt during a 0.5 s sleep right after Z @ Z.T on 2 threads); on 2 cores that spin takes
 #: a core from whatever runs next. A pause row after each BLAS row lets them go idle, so the row
 #: after the peer in the interleaved rounds is not charged for it; the pause rows are dropped.
+#: On a loaded machine those 0.1 s of CPU take longer than 0.1 s of wall time, so the pause lasts
+#: until the other threads of this process have burnt (almost) nothing for a 50 ms slice, at
+#: least PAUSE_S and at most PAUSE_MAX_S.
 PAUSE_S = 0.25
+PAUSE_MAX_S = 2.0
 _PAUSE = "(pause: BLAS threads go idle)"
 
 
+def _busy(seconds):
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        pass
+
+
 def _pause(result):
-    def f(*_):      # busy for PAUSE_S of wall time (a sleep would count no CPU seconds, and
-        t0 = time.perf_counter()       # compare(clock="cpu") would repeat it until it did)
-        while time.perf_counter() - t0 < PAUSE_S:
-            pass
-        return result
+    def f(*_):      # busy, not asleep: a sleep would count no CPU seconds, and
+        t0 = time.perf_counter()       # compare(clock="cpu") would repeat it until it did
+        while True:
+            p, th = time.process_time(), time.thread_time()
+            _busy(0.05)
+            others = (time.process_time() - p) - (time.thread_time() - th)   # other threads' CPU
+            waited = time.perf_counter() - t0
+            if (waited >= PAUSE_S and others < 0.002) or waited >= PAUSE_MAX_S:
+                return result
     return f
 
 
