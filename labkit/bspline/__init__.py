@@ -32,7 +32,10 @@ on first use), ``checks.py`` (the exercises; loaded by ``labkit.check``).
 :func:`evaluate_vgh` is the friendly entry point for many positions; it returns one canonical
 form whatever the layout: ``value (P, N)``, ``grad (P, N, 3)``, ``hess (P, N, 3, 3)``, float64.
 By default it runs the register-blocked SoA kernel fused with the write into those arrays
-(``kernels._batch_canonical``: no SoA array, no conversion pass); ``output="soa"`` returns the
+(``kernels._batch_canonical``: no SoA array, no conversion pass; when N is a multiple of 8 the
+last step is an in-register transpose written with non-temporal stores, ``_intrinsics``), into
+arrays carved from a block the next call reuses once the caller dropped them
+(``layouts.canonical_outputs``); ``output="soa"`` returns the
 kernel's own ``(P, 10, N)`` streams without a copy. Positions × tiles (× chunks of splines) are
 flattened into one ``prange`` (numba has no nested parallel regions).
 float32 coefficients are supported: the kernel then computes in float32 and the result agrees
@@ -41,6 +44,7 @@ with the float64 reference to ``FLOAT32_RTOL`` relative to the size of each quan
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass, field
 
 import numba
@@ -229,6 +233,16 @@ def _chunk_for(N: int, P: int, M: int, Nb: int, threads: int) -> int:
     return int(min(Nb, max(8, -(-per // 8) * 8)))
 
 
+def _streamable(N: int, Nb: int, chunk: int, *arrays) -> bool:
+    """Whether the fused kernel may write the canonical arrays with 64-byte non-temporal vector
+    stores: every task's splines start at a multiple of 8 (N, tile and chunk multiples of 8) and
+    the arrays start on 64 bytes. ``LABKIT_BSPLINE_STREAM=0`` turns it off."""
+    if os.environ.get("LABKIT_BSPLINE_STREAM", "1") == "0":
+        return False
+    return (N % 8 == 0 and Nb % 8 == 0 and chunk % 8 == 0
+            and all(a.ctypes.data % 64 == 0 and a.flags.c_contiguous for a in arrays))
+
+
 def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | None = None,
                  threads: int | None = None, blocked: bool | None = None,
                  output: str = "canonical"):
@@ -289,7 +303,8 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
             value, grad, hess, buf = canonical_outputs(
                 P, N, (numba.config.NUMBA_NUM_THREADS, 1, 10, stream_stride(chunk, coefs.dtype)),
                 coefs.dtype, avoid=coefs.ctypes.data)
-            _batch_canonical(tc, N, idx, pref, chunk, value, grad, hess, buf)
+            _batch_canonical(tc, N, idx, pref, chunk, value, grad, hess, buf,
+                             _streamable(N, Nb, chunk, value, grad, hess))
             return value, grad, hess
         out = aligned_empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)
         (_batch_tiles_blocked if blocked else _batch_tiles)(tc, idx, pref, out)

@@ -4,7 +4,7 @@ splines at one position in three output layouts — ``vgh_aos`` (13 strided stre
 register-blocked SoA/AoSoA kernel ``vgh_soa_blocked``; the ``_batch_*`` / ``_walker_tiles``
 drivers put positions × tiles into one ``prange`` (numba has no nested parallel regions).
 
-Imports only numpy, numba and labkit.jit (never the package ``__init__``).
+Imports only numpy, numba, labkit.jit and ._intrinsics (never the package ``__init__``).
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import numpy as np
 from numba import njit, prange
 
 from labkit.jit import njit as wide_njit
+
+from ._intrinsics import _streams_to_canonical8
 
 __all__ = ["basis", "prefactors", "vgh_aos", "vgh_soa", "vgh_aosoa", "vgh_soa_blocked"]
 
@@ -351,11 +353,14 @@ def vgh_soa_blocked(coefs, idx, pref, out):
 
 
 @njit(cache=True, fastmath=True, inline="always")
-def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess):
+def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess, stream):
     # _tile_vgh_blocked for splines n0 … n0 + nb of tile m at position p: x-planes 0–2 summed
     # into the scratch block buf[q, 0] (10, nb; it stays in L1), and the last plane added on the
     # way out, straight into the canonical arrays at splines lo … lo + nb (Hessian mirrored) —
-    # one pass fewer over the streams and no separate conversion loop.
+    # one pass fewer over the streams and no separate conversion loop. ``stream`` (the caller
+    # checked that the canonical rows of every 8 splines start on 64 bytes, nb % 8 == 0): all
+    # four planes into the scratch block (vectorised), then 8 splines at a time transposed in
+    # registers and written with non-temporal vector stores (_intrinsics).
     ks = (idx[p, 2, 0], idx[p, 2, 1], idx[p, 2, 2], idx[p, 2, 3])
     iys = (idx[p, 1, 0], idx[p, 1, 1], idx[p, 1, 2], idx[p, 1, 3])
     zw = (pref[p, 2, 0, 0], pref[p, 2, 0, 1], pref[p, 2, 0, 2], pref[p, 2, 0, 3],
@@ -368,6 +373,12 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
     _plane_set(tcoefs, m, idx, pref, p, 0, iys, ks, zw, yw, u0, nb, buf, q, 0)
     for i in range(1, 3):
         _plane_add(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, nb, buf, q, 0)
+    if stream:
+        _plane_add(tcoefs, m, idx, pref, p, 3, iys, ks, zw, yw, u0, nb, buf, q, 0)
+        ld = buf.shape[3]
+        _streams_to_canonical8(buf, q * 10 * ld, ld, value, grad, hess, p * value.shape[1] + lo,
+                               nb // 8)
+        return
     ix = idx[p, 0, 3]
     a, da, d2a = pref[p, 0, 0, 3], pref[p, 0, 1, 3], pref[p, 0, 2, 3]
     for k in range(nb):
@@ -395,7 +406,7 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
 
 
 @wide_njit(cache=True, parallel=True, fastmath=True)
-def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf):
+def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf, stream=False):
     # the entry point's fused kernel: positions × tiles × chunks of ``chunk`` splines in one
     # prange; each task works in its thread's scratch block buf[numba.get_thread_id(), 0]
     # (allocated once by the caller) and writes the canonical value (P, N), grad (P, N, 3),
@@ -415,7 +426,7 @@ def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf):
         if nb <= 0:
             continue
         q = numba.get_thread_id()
-        _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess)
+        _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess, stream)
 
 
 @njit(cache=True, parallel=True)
