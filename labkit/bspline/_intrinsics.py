@@ -90,7 +90,7 @@ def _streams_to_canonical8(typingctx, buf, boff, ld, value, grad, hess, coff, n8
                               builder.gep(G, [builder.mul(j, c3)]))
             _interleave_store(builder, s[4:10], tuple(c - 4 for c in _HESS_SRC),
                               builder.gep(H, [builder.mul(j, c9)]))
-        if "x86" in (builder.module.triple or "") or "x86" in _host_triple():
+        if "x86" in (builder.module.triple or _host_triple()):     # the module's target
             fence = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse.sfence")
             builder.call(fence, [])
