@@ -32,8 +32,9 @@ on first use), ``checks.py`` (the exercises; loaded by ``labkit.check``).
 :func:`evaluate_vgh` is the friendly entry point for many positions; it returns one canonical
 form whatever the layout: ``value (P, N)``, ``grad (P, N, 3)``, ``hess (P, N, 3, 3)``, float64.
 By default it runs the register-blocked SoA kernel fused with the write into those arrays
-(``kernels._batch_canonical``: no SoA array, no conversion pass; when N is a multiple of 8 the
-last step is an in-register transpose written with non-temporal stores, ``_intrinsics``), into
+(``kernels._batch_canonical``: no SoA array, no conversion pass; with ``LABKIT_BSPLINE_STREAM=1``
+and N a multiple of 8 the last step is an in-register transpose written with non-temporal
+stores, ``_intrinsics``), into
 arrays carved from a block the next call reuses once the caller dropped them
 (``layouts.canonical_outputs``); ``output="soa"`` returns the
 kernel's own ``(P, 10, N)`` streams without a copy. Positions × tiles (× chunks of splines) are
@@ -234,10 +235,11 @@ def _chunk_for(N: int, P: int, M: int, Nb: int, threads: int) -> int:
 
 
 def _streamable(N: int, Nb: int, chunk: int, *arrays) -> bool:
-    """Whether the fused kernel may write the canonical arrays with 64-byte non-temporal vector
-    stores: every task's splines start at a multiple of 8 (N, tile and chunk multiples of 8) and
-    the arrays start on 64 bytes. ``LABKIT_BSPLINE_STREAM=0`` turns it off."""
-    if os.environ.get("LABKIT_BSPLINE_STREAM", "1") == "0":
+    """Whether the fused kernel writes the canonical arrays with 64-byte non-temporal vector
+    stores: only with ``LABKIT_BSPLINE_STREAM=1`` (off by default: on this 260 MB-L3 host the
+    reused outputs stay in L3, and bypassing it lost at low load — docs/bspline.md), and when
+    every task's splines start at a multiple of 8 (N, tile, chunk) and the arrays on 64 bytes."""
+    if os.environ.get("LABKIT_BSPLINE_STREAM", "0") != "1":
         return False
     return (N % 8 == 0 and Nb % 8 == 0 and chunk % 8 == 0
             and all(a.ctypes.data % 64 == 0 and a.flags.c_contiguous for a in arrays))

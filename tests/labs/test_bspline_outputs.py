@@ -73,8 +73,10 @@ def test_scratch_keeps_its_page_offset_away_from_the_coefficients():
 
 
 def test_streamed_canonical_write_matches_the_scalar_one(monkeypatch):
-    # N, tiles and chunks multiples of 8: the non-temporal transposed write (_intrinsics);
-    # LABKIT_BSPLINE_STREAM=0: the scalar last-plane write; both against the reference
+    # LABKIT_BSPLINE_STREAM=1 and N, tiles, chunks multiples of 8: the non-temporal transposed
+    # write (_intrinsics); the default: the scalar last-plane write; both against the reference
+    assert not bs._streamable(32, 32, 32, bs.aligned_empty(16))            # off by default
+    monkeypatch.setenv("LABKIT_BSPLINE_STREAM", "1")
     for dt, rtol in (("float64", 1e-12), ("float32", bs.FLOAT32_RTOL)):
         x = bs.make_inputs({"grid": (6, 5, 7), "n": 32, "positions": 7, "dtype": dt}, seed=2)
         ref = bs.reference(x)
@@ -85,7 +87,7 @@ def test_streamed_canonical_write_matches_the_scalar_one(monkeypatch):
             fast = [a.copy() for a in fast]
             monkeypatch.setenv("LABKIT_BSPLINE_STREAM", "0")
             slow = bs.evaluate_vgh(x.coefs, x.positions, **kw)
-            monkeypatch.delenv("LABKIT_BSPLINE_STREAM")
+            monkeypatch.setenv("LABKIT_BSPLINE_STREAM", "1")
             for a, b in zip(fast, slow):
                 np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * float(np.max(np.abs(b))))
     assert not bs._streamable(29, 29, 29, np.empty(3))
@@ -102,7 +104,8 @@ def test_streamed_write_compiles_and_agrees_for_avx2(tmp_path):
             "got = bs.evaluate_vgh(x.coefs, x.positions)\n"
             "assert bs._streamable(32, 32, 32, *got)\n"
             "bs.validate(got, bs.reference(x), rtol=1e-12)\n")
-    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CACHE_DIR=str(tmp_path))
+    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CACHE_DIR=str(tmp_path),
+               LABKIT_BSPLINE_STREAM="1")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
