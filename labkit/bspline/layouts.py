@@ -5,6 +5,7 @@ AoSoA copy of the coefficients (tiles of Nb splines, ragged last tile zero-padde
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -58,6 +59,7 @@ def _refcount_pool_works() -> bool:
 _POOL: list = []
 _POOL_SIZE = 2
 _POOL_OK = _refcount_pool_works()
+_POOL_LOCK = threading.Lock()
 
 
 def _carve(block, offset, shape, dtype):
@@ -82,15 +84,16 @@ def canonical_outputs(P: int, N: int, scratch_shape=(), scratch_dtype=np.float64
     need = sum(-(-int(np.prod(s, dtype=np.int64)) * 8 // ALIGN) * ALIGN for s in sizes)
     need += int(np.prod(scratch_shape, dtype=np.int64)) * np.dtype(scratch_dtype).itemsize + 4096
     block = None
-    if _POOL_OK:
-        for i in range(len(_POOL)):
-            if _POOL[i].size == need + ALIGN and sys.getrefcount(_POOL[i]) == 2:
-                block = _POOL.pop(i)
-                break
-    if block is None:
-        block = np.empty(need + ALIGN, dtype=np.uint8)
-    _POOL.insert(0, block)
-    del _POOL[_POOL_SIZE:]
+    with _POOL_LOCK:      # two threads must not both take a free block (check, then pop)
+        if _POOL_OK:
+            for i in range(len(_POOL)):
+                if _POOL[i].size == need + ALIGN and sys.getrefcount(_POOL[i]) == 2:
+                    block = _POOL.pop(i)
+                    break
+        if block is None:
+            block = np.empty(need + ALIGN, dtype=np.uint8)
+        _POOL.insert(0, block)          # held by `block` too until the views exist: not free
+        del _POOL[_POOL_SIZE:]
     off = (-block.ctypes.data) % ALIGN
     out = []
     for shape in sizes:
