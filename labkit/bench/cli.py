@@ -94,13 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     labs = known if ns.lab == "all" else (ns.lab,)
     failed: list[str] = []
     summary: list[tuple[str, dict]] = []
-    host = [host_rate()]
-    for k, lab in enumerate(labs):
+    host, ran = [host_rate()], []       # host[i], host[i + 1]: before and after lab ran[i]
+    for lab in labs:
         mod, run = _load_lab(lab, failed)
         if run is None:
             continue
-        if k:
-            host.append(host_rate())
         print(f"\n== {lab} ==", flush=True)
         try:
             results = _as_results(run(size=ns.size, repeat=ns.repeat))
@@ -108,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
             print(f"lab {lab}: benchmark failed: {type(e).__name__}: {e}")
             failed.append(lab)
+            host.append(host_rate())
+            ran.append(lab)
             continue
         for key, res in results:
             if key:
@@ -125,8 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif stated:
             sizes = sorted({t.size or "default" for t in stated})
             print(f"-- targets: stated for size {', '.join(sizes)}, not --size {ns.size}\n")
-    host.append(host_rate())
-    steady = host_note(host)
+        host.append(host_rate())
+        ran.append(lab)
+    steady = host_note(host, ran)
     print(steady + "\n")
     if len(labs) > 1 and summary:
         met = sum(1 for _, r in summary if r["met"])
@@ -146,8 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-#: rates between labs further apart than this (max/min − 1) mark the run as taken on a host
-#: whose speed changed under it (throttled, or other work on its cores)
+#: host rates further apart than this (max/min − 1) mark labs measured on a host whose speed
+#: changed under them (throttled, or other work on its cores)
 HOST_SPREAD = 0.08
 
 
@@ -157,20 +158,24 @@ def host_rate() -> float:
     return hardware.measure_fma_rate(repeat=5)
 
 
-def host_note(rates: Sequence[float]) -> str:
-    """One line on the host's speed during the run, from :func:`host_rate` before, between and
-    after the labs: steady, or changed by more than :data:`HOST_SPREAD` — then the ratios of
-    this run are suspect (a throttled host slows every lab, and a lab measured at another speed
-    than its peer's is not comparable), and the line says to run it again."""
+def host_note(rates: Sequence[float], labs: Sequence[str] = ()) -> str:
+    """One line on the host's speed during the run, from :func:`host_rate` before the first lab
+    and after each (``rates[i]``, ``rates[i + 1]`` bracket ``labs[i]``): steady, or changed by
+    more than :data:`HOST_SPREAD` — then it names the labs measured while the host was slower
+    than its fastest reading (a throttled host slows every row of a lab, and a lab measured at
+    another speed than its peer is not comparable): their ratios are suspect, run them again."""
     lo, hi = min(rates), max(rates)
     spread = hi / lo - 1 if lo > 0 else float("inf")
     vals = ", ".join(f"{r:.0f}" for r in rates)
+    where = "before and after each lab" if labs else "during the run"
     if spread <= HOST_SPREAD:
-        return (f"host speed steady: one core's FMA rate {vals} GFLOP/s before, between and "
-                f"after the labs")
-    return (f"HOST SPEED CHANGED during this run: one core's FMA rate {vals} GFLOP/s before, "
-            f"between and after the labs ({spread:.0%} apart, more than {HOST_SPREAD:.0%}) — the "
-            f"host was throttled or shared; its ratios are suspect, run it again")
+        return f"host speed steady: one core's FMA rate {vals} GFLOP/s {where}"
+    slow = [lab for k, lab in enumerate(labs)
+            if min(rates[k], rates[min(k + 1, len(rates) - 1)]) * (1 + HOST_SPREAD) < hi]
+    return (f"HOST SPEED CHANGED during this run: one core's FMA rate {vals} GFLOP/s {where} "
+            f"({spread:.0%} apart, more than {HOST_SPREAD:.0%}) — the host was throttled or "
+            f"shared" + (f" while {', '.join(slow)} ran" if slow else "")
+            + ": those ratios are suspect, run them again")
 
 
 MARK_BEGIN = "<!-- labkit bench: begin -->"
