@@ -4,6 +4,7 @@
 - ``check_threads(threads)`` / ``use_threads(threads)``: a thread count within numba's pool.
 - ``check_tile(tile, n=None)``: a tile size (splines, variables or individuals per tile).
 - ``int_array(x, name, ndim=None)``: an integer ndarray (floats that happen to be whole refused).
+- ``aligned_empty(shape, dtype, align=64)``: an uninitialised array starting on a cache line.
 - ``mismatch(got, expected, name=…)``: the one mismatch formatter
   (``out[3, 7] = 12, expected 14 (2 more)``); ``raise_mismatch`` raises it as AssertionError.
 """
@@ -140,3 +141,16 @@ def raise_mismatch(got, expected, **kw) -> None:
     msg = mismatch(got, expected, **kw)
     if msg is not None:
         raise AssertionError(msg)
+
+
+def aligned_empty(shape, dtype=np.float64, align: int = 64) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on an ``align``-byte boundary (a
+    view of a slightly larger buffer, so ``owndata`` is False). numpy only promises 16 bytes —
+    its large arrays start 16 bytes past a page — and then every 64-byte vector load or store
+    of a row straddles two cache lines."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(v) for v in shape)
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + align, dtype=np.uint8)
+    start = (-buf.ctypes.data) % align
+    return buf[start:start + nbytes].view(dtype).reshape(shape)

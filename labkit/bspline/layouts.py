@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-from labkit._common import check_tile
+from labkit._common import aligned_empty, check_tile
 
 from .kernels import _check_coefs
 
@@ -29,18 +29,6 @@ def _tile(tile, n: int) -> int:
 # ----------------------------------------------------------------------------- aligned buffers
 #: Byte alignment of every array labkit allocates for this lab: one cache line = one zmm register.
 ALIGN = 64
-
-
-def aligned_empty(shape, dtype=np.float64, align: int = ALIGN) -> np.ndarray:
-    """An uninitialised C-contiguous array whose data starts on an ``align``-byte boundary (the
-    seed's aligned allocator: numpy only promises 16 bytes, and a 64-byte vector load from a
-    16-byte-aligned stream straddles two cache lines every time)."""
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(v) for v in shape)
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buf = np.empty(nbytes + align, dtype=np.uint8)
-    start = (-buf.ctypes.data) % align
-    return buf[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def _refcount_pool_works() -> bool:

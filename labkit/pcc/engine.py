@@ -27,11 +27,13 @@ import numpy as np
 from numba import get_thread_id, prange, types
 from numba.extending import overload
 
+from labkit._common import aligned_empty
 from labkit.jit import njit
 
 from .mapping import _job_coords_nb
 
-__all__ = ["MR", "NR", "KB", "LANE", "BLOCK_SOURCE", "engine_rows", "aligned_empty", "as_engine_rows",
+__all__ = ["MR", "NR", "KB", "LANE", "BLOCK_SOURCE", "engine_rows", "aligned_empty",
+           "as_engine_rows",
            "standardize_into", "block_tile", "pcc_tiles_static", "pcc_tiles_cyclic",
            "pcc_tiles_dynamic", "pcc_tiles_rows", "tiles_to_buffer", "extract_pairs"]
 
@@ -52,16 +54,6 @@ def engine_rows(n, l):
     raw = np.empty(n * lp + _ALIGN // 8)
     off = (-raw.ctypes.data % _ALIGN) // 8
     return raw[off:off + n * lp].reshape(n, lp)
-
-
-def aligned_empty(shape):
-    """An uninitialised C-contiguous float64 array starting on a 64-byte line (a view of a
-    slightly larger buffer). numpy's own large arrays start 16 bytes past a page, so every
-    512-bit store of a block of R would straddle two cache lines."""
-    size = int(np.prod(shape))
-    raw = np.empty(size + _ALIGN // 8)
-    off = (-raw.ctypes.data % _ALIGN) // 8
-    return raw[off:off + size].reshape(shape)
 
 
 def as_engine_rows(Z):
