@@ -419,3 +419,43 @@ def test_kernels_loaded_from_numba_cache_are_inspected(tmp_path):
     assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr
     assert runs[0].stdout.split() == ["0", "True"]
     assert runs[1].stdout.split() == ["1", "True"]  # loaded from the cache, still inspected
+
+
+def test_compile_for_a_kernel_with_an_intrinsic_and_one_naming_the_host():
+    """labkit.jit's ``"prefer-vector-width"`` can be a function's only attribute: its group,
+    stripped of target attributes, is ``{ }``, which LLVM refuses to parse; IR that names the
+    host's architecture (an x86 intrinsic) is refused with a reason instead of LLVM aborting
+    the process."""
+    from llvmlite import ir
+    from numba import njit, types
+    from numba.extending import intrinsic
+
+    from labkit import jit
+    from labkit.alignment._atomic import claim
+
+    @jit.njit
+    def take(c):
+        return claim(c)
+
+    c = np.zeros(1, dtype=np.int64)
+    take(c)
+    arm = li.compile_for(take, "neoverse-n1")
+    assert re.search(r"\b(ldadd\w*|ldaxr|ldxr)\b", arm), arm[-1500:]
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return
+
+    @intrinsic
+    def pause(typingctx):
+        def codegen(context, builder, sig, args):
+            fnty = ir.FunctionType(ir.VoidType(), [])
+            builder.call(builder.module.declare_intrinsic("llvm.x86.sse2.pause", fnty=fnty), [])
+            return context.get_dummy_value()
+        return types.none(), codegen
+
+    @njit
+    def spin():
+        pause()
+
+    spin()
+    with pytest.raises(ValueError, match="uses x86-64 intrinsics"):
+        li.compile_for(spin, "apple-m1")

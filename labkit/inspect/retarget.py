@@ -209,6 +209,23 @@ def _features_string(features, prefer_vector_width) -> str:
 _TARGET_ATTR = re.compile(r'\s*"(target-cpu|target-features|tune-cpu|prefer-vector-width)"="[^"]*"')
 
 
+_EMPTY_GROUP = re.compile(r"^attributes (#\d+) = \{\s*\}\s*$", re.M)
+
+
+def _strip_target(text: str) -> str:
+    """numba's module without the host's target attributes — and without the attribute groups
+    that held only those (``attributes #0 = { }`` does not parse: a kernel with an
+    ``@intrinsic`` declares such functions), their uses on define/declare/call lines too."""
+    text = _TARGET_ATTR.sub("", text)
+    empty = _EMPTY_GROUP.findall(text)
+    if not empty:
+        return text
+    text = _EMPTY_GROUP.sub("", text)
+    use = re.compile(r"\s(?:" + "|".join(re.escape(g) for g in empty) + r")(?!\d)")
+    return "\n".join(use.sub("", ln) if ln.startswith(("define", "declare")) or " call " in ln
+                     else ln for ln in text.splitlines())
+
+
 def _retarget(fn, args, cpu, features=None, prefer_vector_width=None) -> tuple[str, str]:
     """(optimised IR, assembly) of ``fn`` at ``args`` compiled by llvmlite for ``cpu``."""
     import llvmlite.binding as llvm
@@ -224,8 +241,17 @@ def _retarget(fn, args, cpu, features=None, prefer_vector_width=None) -> tuple[s
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
         mod = None
+        arch = _arch_of(triple)
         for text in modules:
-            m = llvm.parse_assembly(_TARGET_ATTR.sub("", text))
+            foreign = {a for a, tag in (("x86-64", "@llvm.x86."), ("aarch64", "@llvm.aarch64."))
+                       if a != arch and tag in text}
+            if foreign:          # LLVM would abort the process in instruction selection
+                raise ValueError(
+                    f"{getattr(fn, '__name__', fn)} cannot be compiled for {cpu!r} from here: its "
+                    f"code (or a function it calls) uses {', '.join(sorted(foreign))} intrinsics, "
+                    f"chosen when numba compiled it for this host; compile_for needs IR that "
+                    f"does not name an architecture")
+            m = llvm.parse_assembly(_strip_target(text))
             if mod is None:
                 mod = m
             else:
