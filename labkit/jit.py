@@ -22,9 +22,9 @@ lives in another file kept loading its old machine code after that file changed 
 that edits ``panels.py`` alone ran ``engine.py``'s cached drivers with the old micro-kernel. For
 functions of labkit's modules (``CACHE_PACKAGES``; never a student's) the index key also holds a
 digest of the sources of the function's subpackage plus this file and ``_common.py``
-(:func:`sources_digest`); an entry from other sources is a miss and is compiled again.
-``labkit._common``, which every lab imports, imports this module, so the key is in place before a
-lab's first call.
+(:func:`sources_digest`); an entry from other sources is a miss and is compiled again. Every
+labkit module with ``cache=True`` kernels imports this module before their first call (itself,
+through its package, or in the function that jits them; ``tests/test_imports.py`` checks it).
 """
 from __future__ import annotations
 
