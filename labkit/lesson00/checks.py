@@ -94,17 +94,14 @@ def measured_cycles_per_element(n: int = 1 << 14, rounds: int = 7) -> tuple[floa
     timed later disagree whenever the host slows down in between (a shared or throttled machine:
     2.9 instead of 2.1 cycles in one such run); back-to-back, both see the same speed."""
     from labkit.bench import timeit
-    from labkit.hardware import clock
+    from labkit.hardware.clock import measure_clock
 
     g = np.random.default_rng(12345)
     x, y = g.random(n), g.random(n)
-    chain, iters = clock._kernel(), 1_000_000
-    a, b = 0x9E3779B97F4A7C15 >> 2, 0x5BD1E995
     per = []
     for _ in range(rounds):
-        s_chain = min(timeit(chain, iters, a, b, repeat=3, min_time=0.0, clock="thread").times)
+        hz = measure_clock(iterations=1_000_000, repeat=3)
         s_dot = min(timeit(dot_plain, x, y, repeat=3, min_time=0.01, clock="thread").times)
-        hz = clock.CHAIN_OPS_PER_ITERATION * iters / s_chain
         per.append((s_dot / n * hz, s_dot / n * 1e9, hz))
     per.sort()
     return per[len(per) // 2]
