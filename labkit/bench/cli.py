@@ -101,32 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         print(f"\n== {lab} ==", flush=True)
         try:
-            results = _as_results(run(size=ns.size, repeat=ns.repeat))
+            summary.extend((lab, r) for r in _run_lab(mod, run, ns))
         except Exception as e:  # report and carry on with the other labs
             traceback.print_exc()
             print(f"lab {lab}: benchmark failed: {type(e).__name__}: {e}")
             failed.append(lab)
+        finally:
             host.append(host_rate())
             ran.append(lab)
-            continue
-        for key, res in results:
-            if key:
-                print(f"-- {key}")
-            print(res)
-            print()
-        stated = list(getattr(mod, "TARGETS", None) or ())
-        targets = [t for t in stated if t.size == ns.size]
-        if targets:
-            rows = check_targets(targets, dict(results))
-            print("-- targets (the lab's issue; a miss is a measurement on this machine, "
-                  "not a test failure)")
-            print("\n".join(_format_target(r) for r in rows) + "\n")
-            summary.extend((lab, r) for r in rows)
-        elif stated:
-            sizes = sorted({t.size or "default" for t in stated})
-            print(f"-- targets: stated for size {', '.join(sizes)}, not --size {ns.size}\n")
-        host.append(host_rate())
-        ran.append(lab)
     steady = host_note(host, ran)
     print(steady + "\n")
     if len(labs) > 1 and summary:
@@ -145,6 +127,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"benchmark failed for: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _run_lab(mod, run, ns) -> list[dict]:
+    """Run one lab's benchmark, print its tables and its targets; the target rows."""
+    results = _as_results(run(size=ns.size, repeat=ns.repeat))
+    for key, res in results:
+        if key:
+            print(f"-- {key}")
+        print(res)
+        print()
+    stated = list(getattr(mod, "TARGETS", None) or ())
+    targets = [t for t in stated if t.size == ns.size]
+    if targets:
+        rows = check_targets(targets, dict(results))
+        print("-- targets (the lab's issue; a miss is a measurement on this machine, "
+              "not a test failure)")
+        print("\n".join(_format_target(r) for r in rows) + "\n")
+        return rows
+    if stated:
+        sizes = sorted({t.size or "default" for t in stated})
+        print(f"-- targets: stated for size {', '.join(sizes)}, not --size {ns.size}\n")
+    return []
 
 
 #: host rates further apart than this (max/min − 1) mark labs measured on a host whose speed
