@@ -23,6 +23,7 @@ from . import loops as _loops
 from .framework import current, note
 from .guard import is_dispatcher, unwrap
 from .result import CheckFailure
+from labkit.inspect.ir import own_ir
 
 __all__ = ["native_bits", "native_lanes", "require_njit", "vectorized_gate", "lanes_gate",
            "no_branch_gate", "fma_gate", "no_fastmath_gate", "accumulators_gate",
@@ -100,19 +101,12 @@ def require_njit(fn, verdict: str = "not vectorised") -> Callable:
                                 "loop yourself")
 
 
-def _own_ir(disp, sig) -> tuple[str, bool]:
-    """(the function's own optimised IR, whether it has a loop of its own)."""
-    from labkit import inspect as lk_inspect
-    own = lk_inspect.llvm_ir(disp, sig)
-    return own, bool(_loops.loops(own))
-
-
 def _ir(fn, signature) -> str:
     """The optimised IR the gates judge: the function's own (numba's wrappers aside) — or, when
     it has no loop of its own, its own and that of the functions of its module it calls (the
     student's helper that holds the loop; labkit's and numpy's code is in other modules)."""
     disp, sig = require_njit(fn), _as_signature(signature)
-    own, has_loop = _own_ir(disp, sig)
+    own, has_loop = own_ir(disp, sig)
     if has_loop:
         return own
     helpers = _helper_parts(disp, sig, "llvm")
@@ -148,7 +142,7 @@ def vectorized_gate(fn: Callable, signature=None, *, min_bits: int | None = None
     native = native_bits()
     need = native if min_bits is None else min(int(min_bits), native)
     rep = lk_inspect.vector_report(disp, signature)
-    if not rep.vectorized and not _own_ir(disp, signature)[1]:
+    if not rep.vectorized and not own_ir(disp, signature)[1]:
         helpers = _helper_parts(disp, signature, "asm")      # the loop is in a helper
         if helpers:
             rep = lk_inspect.vector_report_from_asm(helpers)
@@ -218,7 +212,7 @@ def fma_gate(fn: Callable, signature) -> int:
     from labkit import inspect as lk_inspect
     disp, signature = require_njit(fn), _as_signature(signature)
     text = lk_inspect.asm(disp, signature)
-    if not _own_ir(disp, signature)[1]:
+    if not own_ir(disp, signature)[1]:
         text += "\n" + _helper_parts(disp, signature, "asm")    # the loop is in a helper
     n = len(re.findall(r"\b(v?fn?m(add|sub)\w*|fmla|fmadd|fmsub)\b", text))
     _detail("fma", n)

@@ -250,6 +250,14 @@ def asm(fn, signature=None, *, full: bool = False) -> str:
     return text if full else _own_text(text, _own_symbols(disp, args), "asm")
 
 
+def own_ir(fn, signature=None) -> tuple[str, bool]:
+    """(``fn``'s own optimised IR, whether it has a loop of its own — a natural loop as the
+    checks' gates find them; when it has none, its loop sits in a helper it calls)."""
+    from labkit.check import loops as _loops
+    text = llvm_ir(fn, signature)
+    return text, bool(_loops.loops(text))
+
+
 def helpers_text(fn, signature=None, kind: str = "asm") -> str:
     """Assembly (``kind="asm"``) or optimised IR (``"llvm"``) of the other functions of ``fn``'s
     own module compiled into its code and not inlined — the student's helper that holds the loop

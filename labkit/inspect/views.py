@@ -7,7 +7,7 @@ import difflib
 import html
 import re
 
-from .ir import _require_dispatcher, asm, helpers_text, llvm_ir
+from .ir import _require_dispatcher, asm, helpers_text, llvm_ir, own_ir
 from .retarget import compile_for
 from .vector import _IR_VTYPE, _asm_arch, _classify, _iter_instructions
 
@@ -151,12 +151,6 @@ class Listing:
                 f"overflow:auto;border:1px solid #ddd'>{''.join(pieces)}</div></div>")
 
 
-def _has_own_loop(fn, signature) -> bool:
-    """Whether ``fn``'s own optimised IR has a loop (the natural loops the checks' gates find)."""
-    from labkit.check import loops as _loops
-    return bool(_loops.loops(llvm_ir(fn, signature)))
-
-
 def show(obj, kind: str = "asm", signature=None, *, cpu: str | None = None, full: bool = False,
          context: int = 3, features=None, prefer_vector_width: int | None = None) -> Listing:
     """Highlighted asm/LLVM IR of a numba function (or given text) with the hot loop found."""
@@ -177,7 +171,7 @@ def show(obj, kind: str = "asm", signature=None, *, cpu: str | None = None, full
         else:
             text = asm(obj, signature, full=full) if kind == "asm" else llvm_ir(obj, signature, full=full)
         title = f"{obj.__name__}: {'assembly' if kind == 'asm' else 'LLVM IR'}" + (f" for {cpu}" if cpu else "")
-        if not full and cpu is None and not _has_own_loop(obj, signature):
+        if not full and cpu is None and not own_ir(obj, signature)[1]:
             helpers = helpers_text(obj, signature, kind)     # its loop sits in a helper it calls
             if helpers:
                 mark = ";" if kind == "llvm" else "#"
