@@ -189,7 +189,10 @@ def _phys_mem():
 
 # ---------------------------------------------------------------- entry points
 def pearson_allpairs(X, tile=DEFAULT_TILE, threads=None, schedule=DEFAULT_SCHEDULE):
-    """All-pairs PCC of the rows of X (n × l) → symmetric n×n float64; constant rows → NaN."""
+    """All-pairs PCC of the rows of X (n × l) → symmetric n×n float64; constant rows → NaN.
+
+    R is C-contiguous and writable, a view of a 64-byte-aligned block (``R.base`` holds it,
+    ``R.flags.owndata`` is False): the kernel's 512-bit stores never straddle cache lines."""
     X = _check_X(X, finite=False)          # NaN/inf: found by _standardized_rows
     tile = _check_tile(tile)
     _check_schedule(schedule)
