@@ -174,6 +174,64 @@ def _is_labkit_lab(canon: Canonical) -> bool:
     return False
 
 
+SEED_VERSION = 1
+SEED_DIR = "numba-seed"          # in the grading cache folder: the last run's seed, kept
+
+
+def _seed_key(canons: list[Canonical], settings: GradeSettings, digest: str, stamp: dict) -> str:
+    """What a seed's compiled code depends on: the solution notebooks it graded, labkit's and
+    the exercise modules' contents (``digest``), the stamps numba keys its cache on (labkit's
+    source files' mtime and size), the machine and versions, the switches that change code."""
+    from labkit import warm
+    h = hashlib.sha256()
+    for c in sorted(canons, key=lambda c: c.name):
+        h.update(c.name.encode() + b"\0" + c.path.read_bytes())
+    stamps = sorted((str(f.relative_to(warm.PACKAGE)), f.stat().st_mtime_ns, f.stat().st_size)
+                    for f in warm.PACKAGE.rglob("*.py"))
+    h.update(json.dumps([SEED_VERSION, digest, stamp, stamps, sys.executable,
+                         list(settings.exercise_modules),
+                         {k: os.environ.get(k) for k in warm._ENV_KEYS}]).encode())
+    return h.hexdigest()[:24]
+
+
+def _kept_seed(cache: Path | None, canons: list[Canonical], settings: GradeSettings,
+               digest: str, stamp: dict) -> tuple[Path | None, bool]:
+    """(the folder a seed for this run is kept in, whether it is there already). Only for
+    sandboxed runs with a cache folder: without the sandbox a submission could write into a
+    kept seed, and the next run's workers would load its code."""
+    if cache is None or not canons or not settings.sandbox:
+        return None, False
+    try:
+        home = cache / SEED_DIR / _seed_key(canons, settings, digest, stamp)
+    except OSError:
+        return None, False
+    return home, (home / "numba-cache" / ".complete").is_file()
+
+
+def _keep_seed(seed: str, home: Path) -> str:
+    """Move a freshly built seed (``seed``'s 0700 parent) to ``home``, replacing the seeds of
+    earlier runs; the seed's new path (the old one when it cannot be moved)."""
+    import shutil
+    try:
+        Path(seed, ".complete").touch()
+        root = home.parent
+        root.mkdir(parents=True, exist_ok=True)
+        os.chmod(root, 0o700)
+        for old in root.iterdir():
+            if old != home:
+                shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+        if os.stat(seed).st_dev == os.stat(root).st_dev:
+            os.replace(os.path.dirname(seed), home)
+        else:
+            shutil.copytree(os.path.dirname(seed), home)
+            shutil.rmtree(os.path.dirname(seed), ignore_errors=True)
+        os.chmod(home, 0o700)
+        return str(home / "numba-cache")
+    except OSError:
+        return seed
+
+
 def _build_seed(canons: list[Canonical], settings: GradeSettings, jobs: int,
                 progress: bool) -> str | None:
     """A warm numba cache for grading ``canons``' submissions: each canonical (solution)
@@ -367,7 +425,16 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
         if tasks[k][1] is not None:
             per_lab.setdefault(tasks[k][1].name, []).append(tasks[k][1])
     seeds = [cs[0] for cs in per_lab.values() if len(cs) >= SEED_MIN and _is_labkit_lab(cs[0])]
-    settings.numba_cache = _build_seed(seeds, settings, jobs, progress)
+    home, kept = _kept_seed(cache, seeds, settings, snap.digest, stamp)
+    if kept:                  # the same labs, labkit and machine as a kept seed: no compiling
+        settings.numba_cache = str(home / "numba-cache")
+        if progress:
+            print("grading: numba cache warm (kept from the last run)", file=sys.stderr,
+                  flush=True)
+    else:
+        settings.numba_cache = _build_seed(seeds, settings, jobs, progress)
+        if home is not None and settings.numba_cache:
+            settings.numba_cache = _keep_seed(settings.numba_cache, home)
 
     def undo(changed: list[str]) -> list[str] | None:
         # Without the sandbox a submission can write labkit's files: put them back so the
@@ -426,9 +493,10 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                     bar.update()
     finally:
         bar.close()
-        if settings.numba_cache:
+        seed = settings.numba_cache
+        if seed and (home is None or Path(seed).parent != home):   # a kept seed stays
             import shutil
-            shutil.rmtree(os.path.dirname(settings.numba_cache), ignore_errors=True)
+            shutil.rmtree(os.path.dirname(seed), ignore_errors=True)
     out = [r for r in results if r is not None]
     _dedupe(out)
     return out
