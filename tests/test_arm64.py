@@ -198,6 +198,33 @@ def test_lesson00_kernels_small():
     assert np.allclose(L.dot_partials(inp.x, inp.y), inp.x @ inp.y)
 
 
+def test_pcc_entry_point_small():
+    # the friendly entry point's whole path (standardise, tiles, mirror, constant rows → NaN)
+    # on the engine rows this host uses (the packed panels are AVX-512 only)
+    from labkit import pcc
+
+    X = pcc.make_inputs({"n": 37, "l": 29}, seed=2).X
+    X[5] = 1.5                                  # a constant row
+    with pytest.warns(RuntimeWarning, match="constant"):
+        R = pcc.pearson_allpairs(X, tile=8)
+    ok = np.ones(len(X), bool)
+    ok[5] = False
+    assert np.allclose(R[np.ix_(ok, ok)], np.corrcoef(X[ok]), atol=1e-12)
+    assert np.isnan(R[5]).all() and np.isnan(R[:, 5]).all()
+    with pytest.warns(RuntimeWarning, match="constant"):
+        i, j, r = pcc.correlated_pairs(X, 0.2, tile=8)
+    assert np.allclose(r, R[i, j]) and (np.abs(r) >= 0.2).all()
+
+
+def test_epistasis_entry_point_small():
+    # the order-3 search (pair tables, lane counter, bounds, top list) against brute force
+    from labkit import epistasis as ep
+
+    inp = ep.make_inputs({"snps": 14, "individuals": 150}, seed=4)
+    got = ep.search(inp.genotypes, inp.labels, order=3, top=6)
+    ep.validate(got, ep.reference_search(inp.genotypes, inp.labels, order=3, top=6), atol=1e-12)
+
+
 # ------------------------------------------------------------------ a notebook in a kernel
 
 def test_isa_tour_notebook_executes():
