@@ -118,7 +118,7 @@ def check_transposed_inner(student):
     vectorized_gate(student, args)
     lanes = _lanes_note(student, args)
     speed_gate(student, align_scalar, (seed.seqs1, seed.seqs2, seed.scoring), need=4.0,
-               vs="align_scalar", student_args=args)
+               vs="align_scalar", student_args=args, answer=align_transposed)
     return f"exact on {count} hidden batches" + (f"; {lanes}" if lanes else "")
 
 

@@ -9,7 +9,7 @@ from labkit.check import (CheckFailure, accumulators_gate, exercise, mismatch, n
                           require_njit, rng, speed_gate, vectorized_gate)
 from labkit import hints
 from labkit.lesson00 import colsum_reference, softsign_reference
-from labkit.lesson00.kernels import colsum_naive, dot_plain
+from labkit.lesson00.kernels import colsum_naive, colsum_rows, dot_partials, dot_plain
 
 
 def _as_2d_args(g: np.random.Generator):
@@ -28,7 +28,7 @@ def check_colsum(student):
         assert msg is None, f"{msg} (input {a.shape[0]}×{a.shape[1]})"
     a = g.random((600, 600))
     vectorized_gate(student, (a,))
-    speed_gate(student, colsum_naive, (a,), need=2.0, vs="colsum_naive")
+    speed_gate(student, colsum_naive, (a,), need=2.0, vs="colsum_naive", answer=colsum_rows)
     return "column sums exact on 3 random matrices"
 
 
@@ -58,7 +58,7 @@ def check_dot_partials(student):
     no_fastmath_gate(student, (x, y), hint="write the eight partial sums s0 … s7 yourself")
     accumulators_gate(student, (x, y), PARTIALS,
                       hint="keep s0 … s7 as separate variables updated in one loop")
-    speed_gate(student, dot_plain, (x, y), need=1.5, vs="dot_plain")
+    speed_gate(student, dot_plain, (x, y), need=1.5, vs="dot_plain", answer=dot_partials)
     return f"correct for lengths {', '.join(map(str, lengths))}"
 
 

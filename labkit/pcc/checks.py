@@ -18,7 +18,7 @@ from labkit.check import (CheckFailure, exercise, fma_gate, mismatch, not_blas_g
 from labkit.check.gates import hot_loop
 from labkit.check.guard import unwrap
 
-from .kernels import KBLOCK, tile_block
+from .kernels import KBLOCK, pcc_tiled, tile_block
 from .mapping import job_coords as _exact_coords, job_coords_float, job_id as _job_id
 
 __all__ = ["check_job_coords", "check_float_breaks", "check_tile_loop", "check_block4x4",
@@ -243,7 +243,7 @@ def check_tile_loop(student):
     m = -(-300 // 32)
     speed_gate(student, pcc_naive, (X,), student_args=(Z, 32, 0, m * (m + 1) // 2,
                                                        np.empty((300, 300))),
-               need=1.3, vs="the naive pair loop (Eq. 1)")
+               need=1.3, vs="the naive pair loop (Eq. 1)", answer=pcc_tiled, answer_args=(Z, 32))
     return f"{checked} id ranges exact (n not a multiple of the tile included), upper triangle only"
 
 

@@ -1,0 +1,96 @@
+"""A speed gate measures a student who misses its target again beside labkit's own answer:
+when the answer misses the target too (a loaded or throttled machine), an honest solution as
+fast as the answer passes, and a slow one still fails; when the answer reaches the target, the
+target stands. Fake students, deterministic work ratios (2× and 1× the reference's speed)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from labkit import check
+
+
+@njit
+def _work(x, k):
+    s = 0.0
+    for _ in range(k):
+        for i in range(x.size):
+            s += x[i] * 1.000001
+    return s
+
+
+@njit
+def _reference(x):             # 4 passes
+    return _work(x, 4)
+
+
+@njit
+def _answer(x):                # labkit's answer: 2 passes, 2× the reference
+    return _work(x, 2)
+
+
+@njit
+def honest(x):                 # the student's own code, the answer's work
+    s = 0.0
+    for _ in range(2):
+        for i in range(x.size):
+            s += x[i] * 1.000001
+    return s
+
+
+@njit
+def slow(x):                   # a student who did not apply the step: the reference's work
+    s = 0.0
+    for _ in range(4):
+        for i in range(x.size):
+            s += x[i] * 1.000001
+    return s
+
+
+_X = np.random.default_rng(0).random(4000)
+
+
+@check.exercise("_t_beside_unreachable", points=1)
+def _unreachable(student):
+    # 3× is out of the answer's reach here, as 1.5× is for dot_partials on a loaded machine
+    check.speed_gate(student, _reference, (_X,), need=3.0, vs="the reference", answer=_answer,
+                     min_time=0.003)
+
+
+@check.exercise("_t_beside_reachable", points=1)
+def _reachable(student):
+    check.speed_gate(student, _reference, (_X,), need=1.5, vs="the reference", answer=_answer,
+                     min_time=0.003)
+
+
+@pytest.fixture(autouse=True)
+def _enforce(monkeypatch):
+    monkeypatch.setenv("LABKIT_SPEED", "enforce")
+
+
+def test_honest_student_passes_when_the_answer_misses_the_target_too():
+    r = check._t_beside_unreachable(honest)
+    assert r.verdict == "passed", r.message
+    assert "labkit's own answer reached only" in r.message and "of the answer's speed" in r.message
+    assert 1.6 < r.details["speed_answer_ratio"] < 2.5 and r.details["speed_share"] >= 0.85
+
+
+def test_slow_student_still_fails_beside_the_answer():
+    r = check._t_beside_unreachable(slow)
+    assert r.verdict in ("no change", "not fast enough"), r.message
+    assert "need ≥ 85 % of it" in r.message.replace("85%", "85 %"), r.message
+    assert r.details["speed_share"] < 0.7
+
+
+def test_the_target_stands_when_the_answer_reaches_it():
+    assert check._t_beside_reachable(honest).verdict == "passed"
+    r = check._t_beside_reachable(slow)
+    assert r.verdict in ("no change", "not fast enough"), r.message
+    assert "labkit's own answer" not in r.message and "speed_share" not in r.details
+
+
+def test_report_mode_never_measures_beside(monkeypatch):
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    r = check._t_beside_unreachable(slow)
+    assert r.verdict == "passed" and "speed_share" not in r.details
