@@ -30,6 +30,7 @@ class GradeSettings:
     sandbox: bool = True            # False: --no-sandbox
     extra_paths: tuple = ()         # folders of extra exercise modules (bound into the sandbox)
     numba_cache: str | None = None  # the seed: a warm numba cache each worker copies (run._build_seed)
+    only: tuple = ()                # grade only these exercises (the re-measurement pass)
 
 
 def _short(text: Any, n: int = MAX_MESSAGE) -> str:

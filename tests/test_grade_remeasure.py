@@ -1,0 +1,75 @@
+"""Checks the machine could not decide (``inconclusive``: a speed interval straddled its target
+while other work shared the cores) are graded again after the batch, one at a time, and only
+those; an undecided result is never cached. The fixture course of test_grade, graded in this
+process (jobs=1) with the check call replaced by a scripted one."""
+from __future__ import annotations
+
+import sys
+
+import nbformat
+import pytest
+
+from labkit.grade import run
+from test_grade import LAB_MODULE, solution_notebook
+
+
+@pytest.fixture()
+def course(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "gradefix_lab.py").write_text(LAB_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path / "pkg"))
+    (tmp_path / "solutions").mkdir()
+    nbformat.write(solution_notebook(), tmp_path / "solutions" / "00_fix.ipynb")
+    (tmp_path / "subs").mkdir()
+    for who in ("alice", "bob"):
+        nbformat.write(solution_notebook(), tmp_path / "subs" / f"{who}.ipynb")
+    import gradefix_lab  # noqa: F401 - registers the exercises
+    yield tmp_path
+    sys.modules.pop("gradefix_lab", None)
+
+
+def _scripted(monkeypatch, verdicts):
+    """run_exercise answering from ``verdicts[exercise]``: verdicts in call order, the last repeated."""
+    calls = []
+
+    def fake(ex, cell, timeout):
+        calls.append(ex.name)
+        queue = verdicts.get(ex.name, ["passed"])
+        v = queue.pop(0) if len(queue) > 1 else queue[0]
+        return {"verdict": v, "passed": v == "passed", "points": ex.points if v == "passed" else 0.0,
+                "message": f"scripted {v}", "details": {}}, 7
+
+    monkeypatch.setattr(run, "run_exercise", fake)
+    return calls
+
+
+def _grade(course, **kw):
+    return run.grade(course / "subs", solutions=course / "solutions", jobs=1, progress=False,
+                     sandbox=False, exercise_modules=("gradefix_lab",),
+                     cache_dir=course / "cache", **kw)
+
+
+def _rows(results):
+    return {(r["student"], e["exercise"]): e for r in results for e in r["exercises"]}
+
+
+def test_an_inconclusive_check_is_measured_again_alone(course, monkeypatch):
+    calls = _scripted(monkeypatch, {"gf_double": ["inconclusive", "passed", "passed", "passed"]})
+    rows = _rows(_grade(course))
+    first = [k for k, e in rows.items() if e["exercise"] == "gf_double"]
+    assert all(rows[k]["verdict"] == "passed" and rows[k]["points"] == 2 for k in first)
+    assert sum(bool(rows[k].get("remeasured")) for k in first) == 1
+    again = next(rows[k] for k in first if rows[k].get("remeasured"))
+    assert "re-measured after the batch" in again["message"] and "was inconclusive" in again["message"]
+    # 2 notebooks × 2 exercises, then the one undecided check once more (not its notebook)
+    assert calls == ["gf_add_one", "gf_double"] * 2 + ["gf_double"]
+
+
+def test_still_undecided_is_kept_and_not_cached(course, monkeypatch):
+    _scripted(monkeypatch, {"gf_double": ["inconclusive"]})
+    rows = _rows(_grade(course))
+    assert {e["verdict"] for e in rows.values() if e["exercise"] == "gf_double"} == {"inconclusive"}
+    assert not list((course / "cache").glob("*.json"))             # regrading measures again
+    calls = _scripted(monkeypatch, {})
+    rows = _rows(_grade(course))
+    assert {e["verdict"] for e in rows.values()} == {"passed"} and calls
