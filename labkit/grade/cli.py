@@ -81,9 +81,17 @@ def main(argv: list[str] | None = None) -> int:
     report, feedback = write_pages(results, Path(a.html) if a.html else out.parent)
     print(summary(results))
     cached = sum(bool(r.get("cached")) for r in results)
+    rows = [e for r in results for e in r.get("exercises", ())]
+    again = sum(bool(e.get("remeasured")) for e in rows)
+    undecided = sum(e.get("verdict") == "inconclusive" for e in rows)
     print(f"\nwrote {out}, {wide}" + (f", {a.json}" if a.json else "")
           + f", {report} and {len(feedback)} feedback pages ({len(results)} notebooks"
-          + (f", {cached} unchanged since the last run" if cached else "") + ")")
+          + (f", {cached} unchanged since the last run" if cached else "")
+          + (f", {again} check(s) re-measured alone after the batch" if again else "") + ")")
+    if undecided:
+        print(f"labkit grade: {undecided} check(s) still inconclusive (the machine was too busy "
+              "to decide a speed target): run labkit grade again on a quieter machine — with the "
+              "result cache only those notebooks are graded again", file=sys.stderr)
     bad = [r for r in results if r.get("status") == "tampered"]
     if bad:
         print("labkit grade: TAMPERING — " + "; ".join(
