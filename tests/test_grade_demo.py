@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 
-from test_grade import LAB_MODULE, solution_notebook
+from test_grade import LAB_MODULE, require_sandbox, solution_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,12 +28,7 @@ def _tool():
 
 
 def test_the_synthetic_class_is_graded_fairly(tmp_path):
-    from labkit.grade import sandbox
-    ok, why = sandbox.probe()
-    if not ok:
-        if os.environ.get("LABKIT_ALLOW_NO_SANDBOX") == "1":
-            pytest.skip(f"no sandbox here: {why}")
-        pytest.fail(f"the grading sandbox does not work on this machine: {why}")
+    require_sandbox()
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "gradefix_lab.py").write_text(LAB_MODULE, encoding="utf-8")
     lk = tmp_path / "lk"                     # a labkit install with solutions/ beside it

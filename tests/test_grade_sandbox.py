@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from test_grade import LAB_MODULE, _fn, _set, solution_notebook
+from test_grade import LAB_MODULE, _fn, _set, require_sandbox, solution_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -56,12 +56,7 @@ def _attack(body: str) -> str:
 
 @pytest.fixture(scope="module")
 def sandboxed(tmp_path_factory):
-    from labkit.grade import sandbox
-    ok, why = sandbox.probe()
-    if not ok:
-        if os.environ.get("LABKIT_ALLOW_NO_SANDBOX") == "1":
-            pytest.skip(f"no sandbox here: {why}")
-        pytest.fail(f"the grading sandbox does not work on this machine: {why}")
+    require_sandbox()
     root = tmp_path_factory.mktemp("sandbox")
     (root / "pkg").mkdir()
     (root / "pkg" / "gradefix_lab.py").write_text(LAB_MODULE, encoding="utf-8")

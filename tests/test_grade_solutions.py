@@ -10,19 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from test_grade import require_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 _PREDICTION = {"latency"}      # graded against the clock measured beside it (tests/labs: lesson00)
 
 
 def test_lesson00_solution_gets_full_points(tmp_path):
-    from labkit.grade import sandbox
-    ok, why = sandbox.probe()
-    if not ok:
-        if os.environ.get("LABKIT_ALLOW_NO_SANDBOX") == "1":
-            pytest.skip(f"no sandbox here: {why}")
-        pytest.fail(f"the grading sandbox does not work on this machine: {why}")
+    require_sandbox()
     sol = ROOT / "solutions" / "00_tools.ipynb"
     (tmp_path / "subs" / "ada").mkdir(parents=True)
     shutil.copy(sol, tmp_path / "subs" / "ada" / sol.name)
