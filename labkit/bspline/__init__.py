@@ -245,6 +245,25 @@ def _streamable(N: int, Nb: int, chunk: int, *arrays) -> bool:
             and all(a.ctypes.data % 64 == 0 and a.flags.c_contiguous for a in arrays))
 
 
+#: Splines per group of the grouped vector write of the last plane (kernels._range_canonical,
+#: stream=1), largest first: N, the tile and the chunk must all be multiples of it.
+_GROUPS = (32, 16)
+
+
+def _write_mode(N: int, Nb: int, chunk: int, *arrays) -> tuple:
+    """How the fused kernel writes the canonical arrays: ``(2, 8)`` non-temporal (only with
+    ``LABKIT_BSPLINE_STREAM=1``, see :func:`_streamable`), ``(1, G)`` grouped full-line vector
+    stores with L2 prefetch (the default where N, the tile and the chunk are multiples of G and
+    the arrays start on 64 bytes), else ``(0, 8)`` — spline by spline, any N."""
+    if _streamable(N, Nb, chunk, *arrays):
+        return 2, 8
+    if all(a.ctypes.data % 64 == 0 and a.flags.c_contiguous for a in arrays):
+        for G in _GROUPS:
+            if N % G == 0 and Nb % G == 0 and chunk % G == 0:
+                return 1, G
+    return 0, 8
+
+
 def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | None = None,
                  threads: int | None = None, blocked: bool | None = None,
                  output: str = "canonical"):
@@ -302,11 +321,13 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
         M, Nb = tc.shape[0], tc.shape[4]
         if blocked and output == "canonical":
             chunk = _chunk_for(N, P, M, Nb, numba.get_num_threads())
-            value, grad, hess, buf = canonical_outputs(
-                P, N, (numba.config.NUMBA_NUM_THREADS, 1, 10, stream_stride(chunk, coefs.dtype)),
-                coefs.dtype, avoid=coefs.ctypes.data)
-            _batch_canonical(tc, N, idx, pref, chunk, value, grad, hess, buf,
-                             _streamable(N, Nb, chunk, value, grad, hess))
+            T = numba.config.NUMBA_NUM_THREADS
+            value, grad, hess, buf, gbuf = canonical_outputs(
+                P, N, (T, 1, 10, stream_stride(chunk, coefs.dtype)), coefs.dtype,
+                avoid=coefs.ctypes.data, extra=T * 10 * max(_GROUPS))
+            mode, G = _write_mode(N, Nb, chunk, value, grad, hess)
+            _batch_canonical(tc, N, idx, pref, chunk, value, grad, hess, buf, mode,
+                             gbuf[:T * 10 * G].reshape(T, 1, 10, G))
             return value, grad, hess
         out = aligned_empty((P, M, 10, stream_stride(Nb, coefs.dtype)), coefs.dtype)
         (_batch_tiles_blocked if blocked else _batch_tiles)(tc, idx, pref, out)

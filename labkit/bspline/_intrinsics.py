@@ -35,7 +35,13 @@ def _concat(builder, a, b):
     return builder.shuffle_vector(a, b, _mask(range(2 * n)))
 
 
-def _interleave_store(builder, srcs, comps, ptr):
+def _store(builder, val, ptr, nontemporal):
+    st = builder.store(val, builder.bitcast(ptr, _V8.as_pointer()), align=64)
+    if nontemporal:
+        st.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+
+
+def _interleave_store(builder, srcs, comps, ptr, nontemporal):
     # srcs: list of <8 x double>; comps: source index of each of the C components per spline;
     # writes the 8·C doubles spline-major (ptr[8·C]) as C vector stores of 8
     n = 1
@@ -49,16 +55,13 @@ def _interleave_store(builder, srcs, comps, ptr):
     for r in range(C):
         lanes = [comps[e % C] * 8 + e // C for e in range(8 * r, 8 * r + 8)]
         part = builder.shuffle_vector(wide, wide, _mask(lanes))
-        dst = builder.bitcast(builder.gep(ptr, [ir.Constant(_I64, 8 * r)]), _V8.as_pointer())
-        st = builder.store(part, dst, align=64)
-        st.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+        _store(builder, part, builder.gep(ptr, [ir.Constant(_I64, 8 * r)]), nontemporal)
 
 
-@intrinsic
-def _streams_to_canonical8(typingctx, buf, boff, ld, value, grad, hess, coff, n8):
-    """For g in 0 … n8-1: splines ``8g … 8g+7`` of the scratch streams ``buf.flat[boff + s·ld + …]``
-    (s = 0 … 9, STREAMS order) → ``value.flat[coff + …]``, ``grad.flat[3·(coff + …)]``,
-    ``hess.flat[9·(coff + …)]`` (float64; float32 streams are widened). All arrays C-contiguous."""
+def _transpose_typer(nontemporal, buf, boff, ld, value, grad, hess, coff, n8):
+    # for g in 0 … n8-1: splines ``8g … 8g+7`` of the scratch streams ``buf.flat[boff + s·ld + …]``
+    # (s = 0 … 9, STREAMS order) → ``value.flat[coff + …]``, ``grad.flat[3·(coff + …)]``,
+    # ``hess.flat[9·(coff + …)]`` (float64; float32 streams are widened). All arrays C-contiguous.
     if not all(isinstance(a, types.Array) and a.layout == "C" for a in (buf, value, grad, hess)):
         return None
     if buf.dtype not in (types.float32, types.float64):
@@ -84,13 +87,12 @@ def _streams_to_canonical8(typingctx, buf, boff, ld, value, grad, hess, coff, n8
                 v = builder.load(builder.bitcast(builder.gep(B, [off]), vin.as_pointer()), align=4)
                 s.append(v if vin.element == _F64 else builder.fpext(v, _V8))
             j = builder.add(coff_, k)
-            st = builder.store(s[0], builder.bitcast(builder.gep(V, [j]), _V8.as_pointer()), align=64)
-            st.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+            _store(builder, s[0], builder.gep(V, [j]), nontemporal)
             _interleave_store(builder, [s[1], s[2], s[3]], (0, 1, 2),
-                              builder.gep(G, [builder.mul(j, c3)]))
+                              builder.gep(G, [builder.mul(j, c3)]), nontemporal)
             _interleave_store(builder, s[4:10], tuple(c - 4 for c in _HESS_SRC),
-                              builder.gep(H, [builder.mul(j, c9)]))
-        if "x86" in (builder.module.triple or _host_triple()):     # the module's target
+                              builder.gep(H, [builder.mul(j, c9)]), nontemporal)
+        if nontemporal and "x86" in (builder.module.triple or _host_triple()):
             fence = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse.sfence")
             builder.call(fence, [])
@@ -98,6 +100,50 @@ def _streams_to_canonical8(typingctx, buf, boff, ld, value, grad, hess, coff, n8
     return sig, codegen
 
 
+@intrinsic
+def _streams_to_canonical8(typingctx, buf, boff, ld, value, grad, hess, coff, n8):
+    """For g in 0 … n8-1: splines ``8g … 8g+7`` of the scratch streams ``buf.flat[boff + s·ld + …]``
+    (s = 0 … 9, STREAMS order) → ``value.flat[coff + …]``, ``grad.flat[3·(coff + …)]``,
+    ``hess.flat[9·(coff + …)]`` (float64; float32 streams are widened), non-temporal stores.
+    All arrays C-contiguous, the canonical rows of every 8 splines on 64 bytes."""
+    return _transpose_typer(True, buf, boff, ld, value, grad, hess, coff, n8)
+
+
+@intrinsic
+def _streams_to_canonical8_t(typingctx, buf, boff, ld, value, grad, hess, coff, n8):
+    """As :func:`_streams_to_canonical8` with ordinary (temporal) stores and no fence."""
+    return _transpose_typer(False, buf, boff, ld, value, grad, hess, coff, n8)
+
+
 def _host_triple() -> str:
     from llvmlite import binding
     return binding.get_process_triple()
+
+
+@intrinsic
+def _prefetch_lines(typingctx, arr, start, nlines, write, locality):
+    """``llvm.prefetch`` of ``nlines`` cache lines of the C-contiguous float64 array ``arr`` from
+    element ``start`` on (one per 8 elements), for writing when ``write`` (a literal) is true —
+    generic LLVM IR (prefetchw/prefetcht0 on x86, PRFM on AArch64, dropped where unsupported)."""
+    if not (isinstance(arr, types.Array) and arr.layout == "C" and arr.dtype == types.float64):
+        return None
+    if not (isinstance(start, types.Integer) and isinstance(nlines, types.Integer)):
+        return None
+    if not (isinstance(write, types.IntegerLiteral) and isinstance(locality, types.IntegerLiteral)):
+        return None
+    rw, loc = int(write.literal_value != 0), int(locality.literal_value)
+    sig = types.void(arr, start, nlines, write, locality)
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        start_, n_ = (context.cast(builder, args[i], signature.args[i], types.int64) for i in (1, 2))
+        i8p = ir.IntType(8).as_pointer()
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32]),
+            "llvm.prefetch.p0i8")
+        with cgutils.for_range(builder, n_) as loop:
+            off = builder.add(start_, builder.mul(loop.index, ir.Constant(_I64, 8)))
+            ptr = builder.bitcast(builder.gep(data, [off]), i8p)
+            builder.call(fn, [ptr, ir.Constant(_I32, rw), ir.Constant(_I32, loc), ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+    return sig, codegen

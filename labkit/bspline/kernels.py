@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from labkit.jit import njit as wide_njit
 
-from ._intrinsics import _streams_to_canonical8
+from ._intrinsics import _prefetch_lines, _streams_to_canonical8, _streams_to_canonical8_t
 
 __all__ = ["basis", "prefactors", "vgh_aos", "vgh_soa", "vgh_aosoa", "vgh_soa_blocked"]
 
@@ -299,6 +299,16 @@ def _plane_add(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, nb, out, q, mo):
 
 
 @njit(cache=True, fastmath=True, inline="always")
+def _plane_last_at(tcoefs, m, idx, pref, p, iys, ks, zw, yw, u0, buf, q, k0, gbuf):
+    # the last x-plane of splines u0 … u0 + G (G = gbuf.shape[3]): buf[q, 0, :, k0 + k] plus its
+    # terms → gbuf[q, 0, :, k] (a trip count that is an array's shape: LLVM vectorises it)
+    for k in range(gbuf.shape[3]):
+        t = _plane_terms(tcoefs, m, idx, pref, p, 3, iys, ks, zw, yw, u0 + numba.uint64(k))
+        for s in range(10):
+            gbuf[q, 0, s, k] = buf[q, 0, s, k0 + numba.uint64(k)] + t[s]
+
+
+@njit(cache=True, fastmath=True, inline="always")
 def _tile_vgh_blocked(tcoefs, m, idx, pref, p, out, q):
     # like _tile_vgh, register-blocked: per x-plane (4 of them) and spline n, the 16 coefficients
     # are reduced over z and y in registers, and only then added to the 10 output streams —
@@ -352,15 +362,25 @@ def vgh_soa_blocked(coefs, idx, pref, out):
                          out.reshape((1, 1) + out.shape))
 
 
+#: Groups of splines ahead whose canonical lines the grouped last-plane write prefetches into L2
+#: (read prefetch: the lines arrive exclusive, so the stores find them there). 1–3 measured alike.
+_PREFETCH_GROUPS = 2
+
+
 @njit(cache=True, fastmath=True, inline="always")
-def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess, stream):
+def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess, stream,
+                     gbuf):
     # _tile_vgh_blocked for splines n0 … n0 + nb of tile m at position p: x-planes 0–2 summed
     # into the scratch block buf[q, 0] (10, nb; it stays in L1), and the last plane added on the
-    # way out, straight into the canonical arrays at splines lo … lo + nb (Hessian mirrored) —
-    # one pass fewer over the streams and no separate conversion loop. ``stream`` (the caller
-    # checked that the canonical rows of every 8 splines start on 64 bytes, nb % 8 == 0): all
-    # four planes into the scratch block (vectorised), then 8 splines at a time transposed in
-    # registers and written with non-temporal vector stores (_intrinsics).
+    # way out into the canonical arrays at splines lo … lo + nb. ``stream`` (the caller checked
+    # that N, the tile and the chunk are multiples of G = gbuf.shape[3] and the arrays start on
+    # 64 bytes): 0 — the last plane written spline by spline (scalar: LLVM does not vectorise the
+    # stride-3/9 stores), Hessian mirrored; 1 — the default where it applies: per group of G
+    # splines the last plane vectorised into gbuf (L1), then transposed in registers and written
+    # with full-line vector stores (_intrinsics), the lines of the group _PREFETCH_GROUPS ahead
+    # prefetched into L2 first (without it the stores wait on their lines and the vector write
+    # is slower than the scalar one on the seed grid); 2 — LABKIT_BSPLINE_STREAM=1: all four
+    # planes into buf, then transposed and written with non-temporal stores.
     ks = (idx[p, 2, 0], idx[p, 2, 1], idx[p, 2, 2], idx[p, 2, 3])
     iys = (idx[p, 1, 0], idx[p, 1, 1], idx[p, 1, 2], idx[p, 1, 3])
     zw = (pref[p, 2, 0, 0], pref[p, 2, 0, 1], pref[p, 2, 0, 2], pref[p, 2, 0, 3],
@@ -373,7 +393,20 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
     _plane_set(tcoefs, m, idx, pref, p, 0, iys, ks, zw, yw, u0, nb, buf, q, 0)
     for i in range(1, 3):
         _plane_add(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, nb, buf, q, 0)
-    if stream:
+    if stream == 1:
+        G = gbuf.shape[3]
+        for g0 in range(0, nb, G):
+            j = p * value.shape[1] + lo + g0 + _PREFETCH_GROUPS * G
+            if j + G <= value.size:
+                _prefetch_lines(value, j, G // 8, 0, 2)
+                _prefetch_lines(grad, 3 * j, 3 * G // 8, 0, 2)
+                _prefetch_lines(hess, 9 * j, 9 * G // 8, 0, 2)
+            _plane_last_at(tcoefs, m, idx, pref, p, iys, ks, zw, yw, u0 + numba.uint64(g0),
+                           buf, q, numba.uint64(g0), gbuf)
+            _streams_to_canonical8_t(gbuf, q * 10 * G, G, value, grad, hess,
+                                     p * value.shape[1] + lo + g0, G // 8)
+        return
+    if stream == 2:
         _plane_add(tcoefs, m, idx, pref, p, 3, iys, ks, zw, yw, u0, nb, buf, q, 0)
         ld = buf.shape[3]
         _streams_to_canonical8(buf, q * 10 * ld, ld, value, grad, hess, p * value.shape[1] + lo,
@@ -406,13 +439,15 @@ def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, h
 
 
 @wide_njit(cache=True, parallel=True, fastmath=True)
-def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf, stream=False):
+def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf, stream, gbuf):
     # the entry point's fused kernel: positions × tiles × chunks of ``chunk`` splines in one
     # prange; each task works in its thread's scratch block buf[numba.get_thread_id(), 0]
     # (allocated once by the caller) and writes the canonical value (P, N), grad (P, N, 3),
     # hess (P, N, 3, 3) itself: no SoA array and no numpy conversion pass afterwards.
     # labkit.jit's 512-bit vectors (labkit's own fast kernel; no check times a student against
     # it): +2 % on the float64 seed grid, +5 % in float32 and on the 8³ grid (docs/bspline.md).
+    # ``stream``: how the last plane is written (_range_canonical); ``gbuf (threads, 1, 10, G)``:
+    # the per-thread group scratch of stream=1.
     M, Nb = tcoefs.shape[0], tcoefs.shape[4]
     C = (Nb + chunk - 1) // chunk
     P = idx.shape[0]
@@ -426,7 +461,15 @@ def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf, stream
         if nb <= 0:
             continue
         q = numba.get_thread_id()
-        _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess, stream)
+        if nb == Nb:
+            # a whole tile: its own inlined copy, whose loops run to the array's shape — with
+            # the trip count from min() above, the vectorised last-plane loop of stream=2 ran
+            # 0.6× the kernel's speed on the 8³ grid (LLVM's loop versioning; docs/bspline.md)
+            _range_canonical(tcoefs, m, 0, tcoefs.shape[4], idx, pref, p, buf, q, lo, value,
+                             grad, hess, stream, gbuf)
+        else:
+            _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess,
+                             stream, gbuf)
 
 
 @njit(cache=True, parallel=True)

@@ -50,9 +50,16 @@ _POOL_OK = _refcount_pool_works()
 _POOL_LOCK = threading.Lock()
 
 
+def _nbytes(shape, dtype) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def _rounded(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
 def _carve(block, offset, shape, dtype):
-    n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-    return block[offset:offset + n].view(dtype).reshape(shape), offset + -(-n // ALIGN) * ALIGN
+    return block[offset:offset + _nbytes(shape, dtype)].view(dtype).reshape(shape)
 
 
 #: Page-offset distance kept between the scratch block and the coefficients: the scratch's 10
@@ -63,33 +70,38 @@ _SCRATCH_SKEW = 2048
 
 
 def canonical_outputs(P: int, N: int, scratch_shape=(), scratch_dtype=np.float64,
-                      avoid: int | None = None):
-    """Uninitialised float64 ``value (P, N)``, ``grad (P, N, 3)``, ``hess (P, N, 3, 3)`` and a
-    ``scratch`` array, each 64-byte-aligned, carved from one block — a block of a previous call
+                      avoid: int | None = None, extra: int = 0):
+    """Uninitialised float64 ``value (P, N)``, ``grad (P, N, 3)``, ``hess (P, N, 3, 3)``, a
+    ``scratch`` array and, with ``extra`` > 0, a flat scratch of that many elements (both in
+    ``scratch_dtype``), each 64-byte-aligned, carved from one block — a block of a previous call
     when nothing references it any more (see ``_POOL``), else a new one. ``avoid``: an address
     (the coefficients') whose page offset the scratch keeps ``_SCRATCH_SKEW`` bytes away from."""
-    sizes = [(P, N), (P, N, 3), (P, N, 3, 3)]
-    need = sum(-(-int(np.prod(s, dtype=np.int64)) * 8 // ALIGN) * ALIGN for s in sizes)
-    need += int(np.prod(scratch_shape, dtype=np.int64)) * np.dtype(scratch_dtype).itemsize + 4096
+    shapes = [((P, N), np.float64), ((P, N, 3), np.float64), ((P, N, 3, 3), np.float64)]
+    starts, end = [], 0
+    for shape, dtype in shapes:                     # each start rounded up to ALIGN, once
+        starts.append(end)
+        end += _rounded(_nbytes(shape, dtype))
+    n_scratch = _rounded(_nbytes(scratch_shape, scratch_dtype))
+    need = end + 4096 + n_scratch + _nbytes(extra, scratch_dtype) + ALIGN   # + skew, + alignment
     block = None
     with _POOL_LOCK:      # two threads must not both take a free block (check, then pop)
         if _POOL_OK:
             for i in range(len(_POOL)):
-                if _POOL[i].size == need + ALIGN and sys.getrefcount(_POOL[i]) == 2:
+                if _POOL[i].size == need and sys.getrefcount(_POOL[i]) == 2:
                     block = _POOL.pop(i)
                     break
         if block is None:
-            block = np.empty(need + ALIGN, dtype=np.uint8)
+            block = np.empty(need, dtype=np.uint8)
         _POOL.insert(0, block)          # held by `block` too until the views exist: not free
         del _POOL[_POOL_SIZE:]
-    off = (-block.ctypes.data) % ALIGN
-    out = []
-    for shape in sizes:
-        arr, off = _carve(block, off, shape, np.float64)
-        out.append(arr)
+    base = (-block.ctypes.data) % ALIGN
+    out = [_carve(block, base + s, shape, dtype) for s, (shape, dtype) in zip(starts, shapes)]
+    off = base + end
     if avoid is not None:                   # scratch at page offset avoid + _SCRATCH_SKEW
         off += (int(avoid) + _SCRATCH_SKEW - (block.ctypes.data + off)) % 4096 // ALIGN * ALIGN
-    out.append(_carve(block, off, scratch_shape, scratch_dtype)[0])
+    out.append(_carve(block, off, scratch_shape, scratch_dtype))
+    if extra:
+        out.append(_carve(block, off + n_scratch, (int(extra),), scratch_dtype))
     return tuple(out)
 
 

@@ -94,6 +94,25 @@ def test_streamed_canonical_write_matches_the_scalar_one(monkeypatch):
     assert not bs._streamable(32, 32, 32, bs.aligned_empty(16)[1:])
 
 
+def test_grouped_vector_write_is_the_default_where_n_allows_it():
+    # N, tile and chunk multiples of 16 or 32: the last plane per group of G splines, transposed
+    # in registers, full-line stores after an L2 prefetch (kernels._range_canonical, stream=1);
+    # other N: the scalar write. Both against the reference, float64 and float32, 1 and 2 threads.
+    a = bs.aligned_empty(64)
+    assert bs._write_mode(64, 64, 64, a) == (1, 32)
+    assert bs._write_mode(48, 48, 48, a) == (1, 16) and bs._write_mode(64, 16, 16, a) == (1, 16)
+    assert bs._write_mode(24, 24, 24, a) == (0, 8) and bs._write_mode(29, 29, 29, a) == (0, 8)
+    assert bs._write_mode(64, 64, 64, bs.aligned_empty(16)[1:]) == (0, 8)
+    for n in (64, 48, 40):
+        for dt, rtol in (("float64", 1e-12), ("float32", bs.FLOAT32_RTOL)):
+            x = bs.make_inputs({"grid": (6, 5, 7), "n": n, "positions": 9, "dtype": dt}, seed=3)
+            ref = bs.reference(x)
+            for kw in ({}, {"threads": 2}, {"threads": 1}, {"layout": "aosoa", "tile": 16},
+                       {"layout": "aosoa", "tile": 32}):
+                bs.validate(bs.evaluate_vgh(x, x.positions, **kw), ref, rtol=rtol)
+            bs.validate(bs.evaluate_vgh(x, x.positions[:1]), tuple(r[:1] for r in ref), rtol=rtol)
+
+
 def test_streamed_write_compiles_and_agrees_for_avx2(tmp_path):
     # AVX2 laptops: the <8 x double> transpose and its non-temporal stores lowered to ymm
     import os
@@ -103,6 +122,10 @@ def test_streamed_write_compiles_and_agrees_for_avx2(tmp_path):
             "x = bs.make_inputs({'grid': (6, 5, 7), 'n': 32, 'positions': 5}, seed=4)\n"
             "got = bs.evaluate_vgh(x.coefs, x.positions)\n"
             "assert bs._streamable(32, 32, 32, *got)\n"
+            "bs.validate(got, bs.reference(x), rtol=1e-12)\n"
+            "import os; os.environ['LABKIT_BSPLINE_STREAM'] = '0'\n"     # the grouped write
+            "got = bs.evaluate_vgh(x.coefs, x.positions)\n"
+            "assert bs._write_mode(32, 32, 32, *got) == (1, 32)\n"
             "bs.validate(got, bs.reference(x), rtol=1e-12)\n")
     env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CACHE_DIR=str(tmp_path),
                LABKIT_BSPLINE_STREAM="1")
