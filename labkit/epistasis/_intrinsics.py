@@ -309,21 +309,39 @@ def _splat(b, x, vty):
                             ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
 
 
-def _row_cells(builder, C, P, r, b1, b0, cs, off):
+def _row_cells(builder, C, P, r, b1, b0, cs, off, f32=False):
     """The 3 cells (a = cases, b = controls) of prefix row r for 8 candidates: genotypes 0, 1 of
-    the last SNP loaded from the counts, genotype 2 = the row's count P[r, c] minus both."""
+    the last SNP loaded from the counts, genotype 2 = the row's count P[r, c] minus both
+    (``f32``: float32 counts, ``_last_stage16``'s, returned as doubles — exact integers)."""
     two = ir.Constant(_I64, 2)
     o1 = builder.add(builder.add(b1, builder.mul(builder.mul(r, two), cs)), off)
     o0 = builder.add(builder.add(b0, builder.mul(builder.mul(r, two), cs)), off)
-    a1 = _vload(builder, C, o1, _V8)
-    e1 = _vload(builder, C, builder.add(o1, cs), _V8)
-    a0 = _vload(builder, C, o0, _V8)
-    e0 = _vload(builder, C, builder.add(o0, cs), _V8)
+    if f32:
+        ld = lambda o: builder.fpext(_vload(builder, C, o, ir.VectorType(ir.FloatType(), 8)),  # noqa
+                                     _VF)
+        sub, vt = builder.fsub, _VF
+    else:
+        ld = lambda o: _vload(builder, C, o, _V8)  # noqa: E731
+        sub, vt = builder.sub, _V8
+    a1, e1 = ld(o1), ld(builder.add(o1, cs))
+    a0, e0 = ld(o0), ld(builder.add(o0, cs))
     p1 = builder.load(builder.gep(P, [builder.add(builder.mul(r, two), ir.Constant(_I64, 1))]))
     p0 = builder.load(builder.gep(P, [builder.mul(r, two)]))
-    z1 = builder.sub(builder.sub(_splat(builder, p1, _V8), a1), e1)
-    z0 = builder.sub(builder.sub(_splat(builder, p0, _V8), a0), e0)
+    if f32:
+        p1, p0 = builder.sitofp(p1, _F64), builder.sitofp(p0, _F64)
+    z1 = sub(sub(_splat(builder, p1, vt), a1), e1)
+    z0 = sub(sub(_splat(builder, p0, vt), a0), e0)
     return ((a1, a0), (e1, e0), (z1, z0))
+
+
+def _tof(builder, v):
+    """Count vector as doubles (converted from int64, or already doubles)."""
+    return v if isinstance(v.type.element, ir.DoubleType) else builder.sitofp(v, _VF)
+
+
+def _toi(builder, v):
+    """Count vector as int64 (as is, or from doubles holding integers)."""
+    return builder.fptosi(v, _V8) if isinstance(v.type.element, ir.DoubleType) else v
 
 
 def _rows_intrinsic(cell_term):
@@ -350,8 +368,9 @@ def _rows_intrinsic(cell_term):
             else:
                 xs = [context.cast(builder, args[k], sg.args[k], types.float64) for k in (7, 8)]
             sums = [cgutils.alloca_once_value(builder, ir.Constant(_VF, None)) for _ in range(3)]
+            f32 = isinstance(sg.args[0].dtype, types.Float)
             with cgutils.for_range(builder, R_) as loop:
-                cells = _row_cells(builder, C.data, P.data, loop.index, b1_, b0_, cs, off)
+                cells = _row_cells(builder, C.data, P.data, loop.index, b1_, b0_, cs, off, f32)
                 for acc_, (ca, cb) in zip(sums, cells):
                     builder.store(builder.fadd(builder.load(acc_),
                                                cell_term(builder, context, ca, cb, xs)), acc_)
@@ -383,8 +402,8 @@ def _max1(builder, n):
 def _chi_term(builder, context, ca, cb, xs):
     """a² / max(n, 1) (a = cases, n = cases + controls of the cell), the reciprocal by _recip
     (relative error < 2**-14); Σ over the cells is S, and Σ (a·N − n·N1)² / n = N²·S − N·N1²."""
-    n = builder.sitofp(builder.add(ca, cb), _VF)
-    a = builder.sitofp(ca, _VF)
+    a = _tof(builder, ca)
+    n = builder.fadd(a, cb) if a is ca else builder.sitofp(builder.add(ca, cb), _VF)
     return builder.fmul(builder.fmul(a, a), _recip(builder, _max1(builder, n)))
 
 
@@ -395,8 +414,8 @@ def _taylor_term(builder, context, ca, cb, xs):
     term's relative error stays below 2**-12."""
     pi = xs[1]
     v = builder.fmul(pi, builder.fsub(ir.Constant(_F64, 1.0), pi))
-    a = builder.sitofp(ca, _VF)
-    b = builder.sitofp(cb, _VF)
+    a = _tof(builder, ca)
+    b = _tof(builder, cb)
     n = builder.fadd(a, b)
     n1 = _max1(builder, n)
     h = builder.fmul(n1, _splat(builder, builder.fmul(v, ir.Constant(_F64, 0.5)), _VF))
@@ -420,6 +439,7 @@ def _nlogn_term(builder, context, ca, cb, xs):
         addr = builder.add(base, builder.shl(ix, ir.Constant(_V8, [3] * 8)))
         return builder.call(gfn, [builder.inttoptr(addr, PV), ir.Constant(ir.IntType(32), 8),
                                   allm, ir.Constant(_VF, None)])
+    ca, cb = _toi(builder, ca), _toi(builder, cb)
     return builder.fsub(builder.fadd(g(ca), g(cb)), g(builder.add(ca, cb)))
 
 

@@ -14,7 +14,8 @@ from numba import prange
 from labkit._common import use_threads
 from labkit.jit import njit
 
-from ._fused import _fused3_v8
+from ._fused import _fused3_v16
+from .plan import _lanes16, _pairs16
 from ._intrinsics import (_and_store_v8, _chi_rows, _derive3_v8, _lanes1, _lanes3, _lanes4,
                           _lanes6, _lanes9, _nlogn_rows, _sub2_v8, _taylor_rows)
 
@@ -121,9 +122,8 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     counted (4 of 9); rows (2, g') are the pair counts of (j, k) (``pj``: the second prefix SNP's
     counts with every k, counted once per search) minus rows (0, g'), (1, g'); then ``par`` and
     ``pj`` are rows of the pair tables in their blocked layout (``_pair_counts``), and all 5
-    derived rows come from one ``_derive3_v8`` pass — or, with one segment per class (the
-    usual case), counts, derived rows and the χ² bound of each 8 candidates from one
-    ``_fused3_v8`` call (``_fused.py``), the counts stored once for the Taylor stage and the MI.
+    derived rows come from one ``_derive3_v8`` pass. (With one segment per class, the usual
+    case, the search runs ``_last_stage16`` instead.)
     """
     sub = par.size > 0
     n1 = 0
@@ -144,34 +144,26 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
     Rp = R // 3
     G = _group_nb(Rc)
     k_first = (k_lo // 8) * 8
-    # one segment per class (the usual case): count, derive and the χ² bound in one intrinsic
-    fused = pair and segs.shape[0] == 2 and segs[0, 2] != segs[1, 2]
-    s1 = 0 if segs[0, 2] == 1 else 1
-    lo1 = segs[s1, 0]
-    nw1 = segs[s1, 1] - lo1
-    lo0 = segs[1 - s1, 0] if segs.shape[0] > 1 else 0
-    nw0 = segs[1 - s1, 1] - lo0 if segs.shape[0] > 1 else 0
     for kb in range(k_first, k_hi, batch):
         ke = min(kb + batch, k_hi)
         nvec = (ke - kb + 7) // 8
         cstride = 8 * nvec
-        if not fused:
-            # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
-            _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
-            if pair:             # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g');
-                # rows (r', 2): the parent's count minus rows (r', 0), (r', 1) — in one pass
-                _derive3_v8(counts, R, cstride, pj, par, kb // 8, nvec)
-            elif sub:            # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
-                for c in range(2):
-                    for rp in range(Rp):
-                        for g in range(2):
-                            o = ((c * R + 2 * Rp + rp) * 2 + g) * cstride
-                            o0 = ((c * R + 2 * rp) * 2 + g) * cstride
-                            o1 = ((c * R + 2 * rp + 1) * 2 + g) * cstride
-                            op = ((c * Rp + rp) * 2 + g) * npad + kb
-                            _sub2_v8(counts, o, o0, o1, par, op, nvec)
-            if phases < 3:
-                continue
+        # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
+        _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
+        if pair:             # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g');
+            # rows (r', 2): the parent's count minus rows (r', 0), (r', 1) — in one pass
+            _derive3_v8(counts, R, cstride, pj, par, kb // 8, nvec)
+        elif sub:            # rows (r', 2): the parent's count minus rows (r', 0), (r', 1)
+            for c in range(2):
+                for rp in range(Rp):
+                    for g in range(2):
+                        o = ((c * R + 2 * Rp + rp) * 2 + g) * cstride
+                        o0 = ((c * R + 2 * rp) * 2 + g) * cstride
+                        o1 = ((c * R + 2 * rp + 1) * 2 + g) * cstride
+                        op = ((c * Rp + rp) * 2 + g) * npad + kb
+                        _sub2_v8(counts, o, o0, o1, par, op, nvec)
+        if phases < 3:
+            continue
         # floating-point phase: MI from Σ n ln n (lookup table), 8 candidates per vector
         b0 = 0
         b1 = R * 2 * cstride
@@ -184,17 +176,8 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
             # once the top list is full, the MI only of candidates whose χ² bound reaches it: a
             # candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11 (less 1e-12 for rounding)
             lim = ((tq[w] - 1) * 1e-11 - 1e-12) * s_scale + s_base
-            m = 0
-            if fused:
-                kblk = kb // 8 + v
-                m = _fused3_v8(tables, toff + lo1, toff + lo0, W, lanes,
-                               (kblk * 2 * W + lo1) * 8, (kblk * 2 * W + lo0) * 8, W * 8, nw1,
-                               nw0, pj, par, kblk * 96, pc, lim, counts, o, cstride, 2 * W * 8)
-                if phases < 3:
-                    continue
-            elif full:
-                m = _chi_rows(counts, b1, b0, cstride, o, pc, R, lim, 0.0, acc)
             if full:
+                m = _chi_rows(counts, b1, b0, cstride, o, pc, R, lim, 0.0, acc)
                 m &= (1 << jhi) - (1 << jlo)          # the lanes of [k_lo, ke) only
                 # ... and then only if the tighter Taylor bound (2·N·MI ≤ Σ t, t within 2**-12)
                 # reaches 2·N·MI ≥ 2·N·lim_mi (its floor, less 2**-10 and 1e-6)
@@ -220,15 +203,76 @@ def _mi_one(counts, b1, b0, cstride, oj, pc, R, nlogn):
     for r in range(R):
         x1 = b1 + 2 * r * cstride + oj
         x0 = b0 + 2 * r * cstride + oj
-        a1 = counts[x1]
-        e1 = counts[x1 + cstride]
-        a0 = counts[x0]
-        e0 = counts[x0 + cstride]
+        a1 = np.int64(counts[x1])        # int64 counts, or float32 (_last_stage16)
+        e1 = np.int64(counts[x1 + cstride])
+        a0 = np.int64(counts[x0])
+        e0 = np.int64(counts[x0 + cstride])
         z1 = pc[r, 1] - a1 - e1
         z0 = pc[r, 0] - a0 - e0
         s += (nlogn[a1] + nlogn[a0] - nlogn[a1 + a0]) + (nlogn[e1] + nlogn[e0] - nlogn[e1 + e0]) \
             + (nlogn[z1] + nlogn[z0] - nlogn[z1 + z0])
     return s
+
+
+@njit(cache=True)
+def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, countsf, nlogn,
+                  inv_n, hy, tq, tm, ti, state, acc, phases, par16, pj16):
+    """``_last_stage`` at order 3 with pair tables and one segment per class (the usual case),
+    16 candidates per call in 32-bit lanes: ``_fused3_v16`` counts, derives and bounds them (χ²
+    in float32 × 16) and stores their 36 float32 count vectors in ``countsf`` (row q of class c,
+    genotype g at ((c·9 + q)·2 + g)·16); the Taylor bound, the exact MI and the top list then
+    take each half of 8 as ``_last_stage`` does. ``tab32``, ``lanes16``: uint32 views
+    (``_lanes16``), ``par16``, ``pj16``: float32 pair-table rows (``_pairs16``)."""
+    n1 = pc[0, 1] + pc[1, 1] + pc[2, 1] + pc[3, 1] + pc[4, 1] + pc[5, 1] + pc[6, 1] + pc[7, 1] \
+        + pc[8, 1]
+    n0 = pc[0, 0] + pc[1, 0] + pc[2, 0] + pc[3, 0] + pc[4, 0] + pc[5, 0] + pc[6, 0] + pc[7, 0] \
+        + pc[8, 0]
+    fN = float(n1 + n0)
+    fN1 = float(n1)
+    s_scale = fN1 * float(n0) / fN / (1.0 + 2.0 ** -12)       # see _last_stage
+    s_base = fN1 * fN1 / fN / (1.0 + 2.0 ** -12)
+    pi = fN1 / fN
+    s1 = 0 if segs[0, 2] == 1 else 1
+    lo1 = 2 * segs[s1, 0]
+    nw1 = 2 * segs[s1, 1] - lo1
+    lo0 = 2 * segs[1 - s1, 0]
+    nw0 = 2 * segs[1 - s1, 1] - lo0
+    W2 = 2 * W
+    b1 = 18 * 16
+    for kb in range((k_lo // 16) * 16, k_hi, 16):
+        kblk = kb // 16
+        w = state[0]
+        full = tq[w] >= 0
+        lim = ((tq[w] - 1) * 1e-11 - 1e-12) * s_scale + s_base
+        m = _fused3_v16(tab32, 2 * toff + lo1, 2 * toff + lo0, W2, lanes16,
+                        (kblk * 2 * W2 + lo1) * 16, (kblk * 2 * W2 + lo0) * 16, W2 * 16, nw1,
+                        nw0, pj16, par16, kblk * 192, pc, lim, countsf, 0, 16, 2 * W2 * 16)
+        if phases < 3:
+            continue
+        jlo = max(k_lo - kb, 0)
+        jhi = min(k_hi - kb, 16)
+        m &= (1 << jhi) - (1 << jlo)
+        for h in range(2):
+            lo = max(jlo - 8 * h, 0)
+            hi = min(jhi - 8 * h, 8)
+            if hi <= 0 or lo >= 8:        # no candidate here (pair rows below k_lo unset)
+                continue
+            o = 8 * h
+            if full:
+                mh = (m >> o) & 0xFF
+                if mh == 0:
+                    continue
+                w = state[0]
+                lim2 = (2.0 * fN * ((tq[w] - 1) * 1e-11 - 1e-12)) * (1.0 - 2.0 ** -10) - 1e-6
+                mh &= _taylor_rows(countsf, b1, 0, 16, o, pc, 9, lim2, pi, acc)
+                for j in range(lo, hi):
+                    if (mh >> j) & 1:
+                        mi = hy + _mi_one(countsf, b1, 0, 16, o + j, pc, 9, nlogn) * inv_n
+                        _offer(mi, kb + o + j, idx, order, tq, tm, ti, state)
+                continue
+            _nlogn_rows(countsf, b1, 0, 16, o, pc, 9, nlogn, 0.0, acc)
+            for j in range(lo, hi):
+                _offer(hy + acc[j] * inv_n, kb + o + j, idx, order, tq, tm, ti, state)
 
 
 @njit(cache=True, inline="always")
@@ -287,15 +331,19 @@ def _pair_counts(bits3, lanes4, segs, npad):
 
 @njit(cache=True, parallel=True)
 def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn, n_cases,
-                   n_controls, top, batch, phases=3, pairs=np.zeros((0, 0), dtype=np.int64)):
+                   n_controls, top, batch, phases=3, pairs=np.zeros((0, 0), dtype=np.int64),
+                   lanes16=np.zeros(0, dtype=np.uint32),
+                   pairs16=np.zeros((0, 0), dtype=np.float32)):
     """Each worker (prange row) runs its first-index tasks depth-first; returns per-worker top lists.
 
     ``phases`` (for timing the parts): 1 = prefix tables only, 2 = + the last SNP's counts,
     3 = + MI and the top list (the search). ``pairs`` (order 3; ``_pair_counts``, or 0 rows):
     each first SNP's parent counts are its row of ``pairs``, and the last stage counts 4 of
-    the 9 prefix rows instead of 6."""
+    the 9 prefix rows instead of 6; with ``lanes16`` and ``pairs16`` too (``_lanes16``,
+    ``_pairs16``; one segment per class) the last stage is ``_last_stage16``."""
     n_snps = bits3.shape[0]
     use_pairs = order == 3 and pairs.shape[0] == n_snps
+    use16 = use_pairs and pairs16.shape[0] == n_snps and lanes16.size > 0
     W = bits3.shape[2]
     bits = bits3.ravel()
     lanes = lanes4.ravel()
@@ -315,6 +363,8 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
         tables = np.zeros(lvl_off[order], dtype=np.uint64)
         pcs = np.zeros((order, Rmax, 2), dtype=np.int64)
         counts = np.zeros(batch * 4 * Rmax + 8, dtype=np.int64)
+        countsf = np.zeros(36 * 16 + 16, dtype=np.float32)
+        tab32 = tables.view(np.uint32)
         idx = np.zeros(order, dtype=np.int64)
         nxt = np.zeros(order + 1, dtype=np.int64)
         state = np.zeros(1, dtype=np.int64)
@@ -352,7 +402,12 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
             nxt[1] = i + 1
             while d >= 1:
                 if d == order - 1:
-                    if phases >= 2:
+                    if phases >= 2 and use16:
+                        _last_stage16(tab32, lvl_off[d], pcs[d], idx, order, idx[d - 1] + 1,
+                                      n_snps, lanes16, W, segs, countsf, nlogn, inv_n, hy, tq,
+                                      tm, ti, state, acc, phases, pairs16[idx[0]],
+                                      pairs16[idx[1]])
+                    elif phases >= 2:
                         if use_pairs:
                             pj = pairs[idx[1]]
                         _last_stage(tables, lvl_off[d], 3 ** d, pcs[d], idx, order,
@@ -405,13 +460,18 @@ def _candidates(plan: _Plan, progress: bool):
     try:
         with use_threads(plan.threads):
             pairs = np.zeros((0, 0), dtype=np.int64)
+            lanes16 = np.zeros(0, dtype=np.uint32)
+            pairs16 = np.zeros((0, 0), dtype=np.float32)
             if plan.pairs and plan.phases >= 2:
                 pairs = _pair_counts(enc.bits, enc.lanes, plan.segs, enc.lanes.shape[0] * 8)
+                segs = plan.segs
+                if segs.shape[0] == 2 and segs[0, 2] != segs[1, 2]:     # _last_stage16
+                    lanes16, pairs16 = _lanes16(enc.lanes), _pairs16(pairs)
             for (tasks, ntasks), ncomb in plan.chunks:
                 q, m, i = _search_kernel(enc.bits, enc.lanes, enc.case_words, plan.order,
                                          plan.segs, tasks, ntasks, plan.nlogn, enc.n_cases,
                                          enc.n_controls, plan.top, plan.batch, plan.phases,
-                                         pairs)
+                                         pairs, lanes16, pairs16)
                 qs.append(q.reshape(-1))
                 ms.append(m.reshape(-1))
                 ids.append(i.reshape(-1, plan.order))

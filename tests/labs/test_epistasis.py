@@ -84,6 +84,28 @@ def test_lanes_layout():
     assert not lanes[1, :, :, 5:].any()
 
 
+def test_lanes16_and_pairs16_layout():
+    """The 16-lane views of ``_last_stage16``: 32-bit word w of genotype row g of SNP 16b + t at
+    ((b·2 + g)·2W + w)·16 + t; pair counts q of SNP 16b + t at (b·12 + q)·16 + t."""
+    from labkit.epistasis import dfs
+    inp = ep.make_inputs({"snps": 21, "individuals": 200}, seed=1)
+    enc = ep.encode(inp.genotypes, inp.labels)
+    W = enc.words
+    L = dfs._lanes16(enc.lanes).reshape(-1, 2, 2 * W, 16)
+    assert L.shape[0] == 2 and L.dtype == np.uint32
+    for s in range(21):
+        for gt in range(2):
+            np.testing.assert_array_equal(L[s // 16, gt, :, s % 16],
+                                          enc.bits[s, gt].view(np.uint32))
+    assert not L[1, :, :, 5:].any()
+    pairs = np.arange(3 * 12 * 24, dtype=np.int64).reshape(3, 12 * 24)
+    P = dfs._pairs16(pairs).reshape(3, -1, 12, 16)
+    for k in range(24):
+        for q in range(12):
+            assert P[1, k // 16, q, k % 16] == pairs[1, ((k // 8) * 12 + q) * 8 + k % 8]
+    assert not P[:, 1, :, 8:].any()
+
+
 @pytest.mark.parametrize("snps", [(0,), (4, 2), (1, 5, 9), (0, 3, 6, 10), (2, 3, 4, 5, 6)])
 def test_contingency_and_mi_vs_reference(snps):
     inp = ep.make_inputs({"snps": 12, "individuals": 257}, seed=5)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from numba import njit
 
+from labkit import epistasis as ep
 from labkit.epistasis import dfs
+from labkit.epistasis._fused import _fused3_v16
 from labkit.epistasis._intrinsics import _chi_rows, _taylor_rows
 
 
@@ -53,15 +55,16 @@ def _mi_times_n(a, b):
     return xlx(a) + xlx(b) - xlx(n) - (xlx([N1, N0]) - xlx([N]))
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.float32])
 @pytest.mark.parametrize("kind", ["random", "extreme", "sparse"])
 @pytest.mark.parametrize("R,n_cases,n_controls", [(9, 1000, 1000), (9, 37, 400), (3, 5, 2),
                                                   (1, 300, 20), (27, 640, 640)])
-def test_mi_bounds_hold(kind, R, n_cases, n_controls):
+def test_mi_bounds_hold(kind, R, n_cases, n_controls, dtype):
     rng = np.random.default_rng(R * 1000 + n_cases + len(kind))
     for _ in range(20):
         a, b, rows1, rows0 = _tables(rng, R, n_cases, n_controls, kind)
         cs = 8
-        counts = np.zeros(4 * R * cs, dtype=np.int64)
+        counts = np.zeros(4 * R * cs, dtype=dtype)    # float32: _last_stage16's counts
         b1, b0 = R * 2 * cs, 0
         for r in range(R):
             for g in range(2):
@@ -85,3 +88,72 @@ def test_search_module_uses_both_bounds():
     import inspect
     src = inspect.getsource(dfs._last_stage)
     assert "_chi_rows" in src and "_taylor_rows" in src
+
+
+@njit
+def _fused16_s(tab32, lanes16, pj, par, pc, W, nw1, lims, countsf):
+    """_fused3_v16 on one block of 16 candidates (one segment per class, cases first): for each
+    lane j, whether its float32 S reached lims[j]."""
+    out = np.zeros(16, dtype=np.int64)
+    for j in range(16):
+        m = _fused3_v16(tab32, 0, nw1, 2 * W, lanes16, 0, nw1 * 16, 2 * W * 16, nw1,
+                        2 * W - nw1, pj, par, 0, pc, lims[j], countsf, 0, 16, 0)
+        out[j] = (m >> j) & 1
+    return out
+
+
+@pytest.mark.parametrize("n_cases,n_controls,maf", [(1000, 1000, 0.4), (37, 400, 0.05),
+                                                    (5, 2, 0.5), (640, 70, 0.02)])
+def test_fused16_counts_and_chi_bound(n_cases, n_controls, maf):
+    """_fused3_v16 (counts in 32-bit lanes, the χ² sum S = Σ a²/n in float32 × 16 with
+    vrcp14ps): its stored counts are the numpy contingency tables of prefix (0, 1) with
+    candidates 2 … 17, and every lane's S reaches its exact S / (1 + 2**-12), the limit's slack
+    in the search; an S a little above the exact one is not reached."""
+    rng = np.random.default_rng(n_cases + n_controls)
+    n = n_cases + n_controls
+    geno = rng.binomial(2, maf, size=(n, 18)).astype(np.int8)
+    lab = np.r_[np.ones(n_cases), np.zeros(n_controls)].astype(np.int8)
+    enc = ep.encode(geno, lab)
+    W, cw = enc.words, enc.case_words
+    # prefix rows of SNPs 0, 1 in _build_level's split order: (r, g < 2) at r·2 + g, (r, 2) at 6 + r
+    tab = np.zeros(9 * W, dtype=np.uint64)
+    pc = np.zeros((9, 2), dtype=np.int64)
+    for r in range(3):
+        for g in range(3):
+            q = r * 2 + g if g < 2 else 6 + r
+            tab[q * W:(q + 1) * W] = enc.bits[0, r] & enc.bits[1, g]
+            for c, sl in ((1, slice(0, cw)), (0, slice(cw, W))):
+                pc[q, c] = int(np.bitwise_count(tab[q * W:(q + 1) * W][sl]).sum())
+    pairs = dfs._pair_counts(enc.bits, enc.lanes, np.array([[0, cw, 1], [cw, W, 0]]),
+                             enc.lanes.shape[0] * 8)
+    lanes16 = dfs._lanes16(enc.lanes)[2 * 2 * W * 16:]         # candidates 16 … 31 → block 1
+    p16 = dfs._pairs16(pairs)
+    cand = range(16, 18)
+    countsf = np.zeros(36 * 16 + 16, dtype=np.float32)
+    S = np.zeros(16)
+    for k in cand:
+        x = geno[:, k]
+        for r in range(3):
+            for g in range(3):
+                sel = (geno[:, 0] == r) & (geno[:, 1] == g)
+                for gk in range(3):
+                    a = int(((x == gk) & sel & (lab == 1)).sum())
+                    b = int(((x == gk) & sel & (lab == 0)).sum())
+                    S[k - 16] += a * a / max(a + b, 1)
+    lims = S / (1 + 2.0 ** -12)
+    got = _fused16_s(tab.view(np.uint32), lanes16, p16[1][192:], p16[0][192:], pc, W, 2 * cw,
+                     lims, countsf)
+    assert got[:2].all()
+    # the stored counts: row q of class c, genotype g of the candidate at ((c·9 + q)·2 + g)·16
+    for k in cand:
+        x = geno[:, k]
+        for q in range(9):
+            r, g = (q // 2, q % 2) if q < 6 else (q - 6, 2)
+            sel = (geno[:, 0] == r) & (geno[:, 1] == g)
+            for c in (0, 1):
+                for gk in range(2):
+                    want = int(((x == gk) & sel & (lab == c)).sum())
+                    assert countsf[((c * 9 + q) * 2 + gk) * 16 + k - 16] == want
+    over = _fused16_s(tab.view(np.uint32), lanes16, p16[1][192:], p16[0][192:], pc, W, 2 * cw,
+                      S * (1 + 2.0 ** -10) + 1e-3, countsf)
+    assert not over[:2].any()
