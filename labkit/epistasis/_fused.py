@@ -60,7 +60,7 @@ def _fused3_v16(typingctx, tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, pa
     lane words ``pf`` on prefetched; the prefix row r's genotype 2 from ``pc[r, c]``.
     In 32-bit lanes: ``tab`` and ``lanes`` are uint32 views
     (offsets and word counts in 32-bit words; ``lanes`` blocked by 16 SNPs, ``dfs._lanes16``),
-    the pair tables float32 in blocks of 16 (``dfs._pairs16``: 12 vectors of 16 per block,
+    the pair tables float32 in blocks of 16 (``dfs._pair_counts(..., b16=True)``: 12 vectors of 16 per block,
     ``blk`` the block's first element), ``counts`` float32: row q of class c, genotype g at
     counts[((c·9 + q)·2 + g)·cs + coff]; the χ² sum S in float32 (rounding < 2**-19 beside
     vrcp14ps' 2**-14); returns the 16-bit mask of the lanes with S ≥ lim (lim rounded down)."""

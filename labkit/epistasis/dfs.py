@@ -15,7 +15,7 @@ from labkit._common import use_threads
 from labkit.jit import njit
 
 from ._fused import _fused3_v16
-from .plan import _lanes16, _pairs16
+from .plan import _lanes16
 from ._intrinsics import (_and_store_v8, _chi_rows, _derive3_v8, _lanes1, _lanes3, _lanes4,
                           _lanes6, _lanes9, _nlogn_rows, _sub2_v8, _taylor_rows)
 
@@ -222,7 +222,7 @@ def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, cou
     in float32 × 16) and stores their 36 float32 count vectors in ``countsf`` (row q of class c,
     genotype g at ((c·9 + q)·2 + g)·16); the Taylor bound, the exact MI and the top list then
     take each half of 8 as ``_last_stage`` does. ``tab32``, ``lanes16``: uint32 views
-    (``_lanes16``), ``par16``, ``pj16``: float32 pair-table rows (``_pairs16``)."""
+    (``_lanes16``), ``par16``, ``pj16``: float32 pair-table rows (``_pair_counts``' b16 layout)."""
     n1 = pc[0, 1] + pc[1, 1] + pc[2, 1] + pc[3, 1] + pc[4, 1] + pc[5, 1] + pc[6, 1] + pc[7, 1] \
         + pc[8, 1]
     n0 = pc[0, 0] + pc[1, 0] + pc[2, 0] + pc[3, 0] + pc[4, 0] + pc[5, 0] + pc[6, 0] + pc[7, 0] \
@@ -308,16 +308,19 @@ def _parent_counts(tables, toff, R, k_lo, n_snps, lanes, W, segs, par, npad):
 
 
 @njit(cache=True, parallel=True)
-def _pair_counts(bits3, lanes4, segs, npad):
-    """out[j]: SNP j's 3 genotype rows counted with genotypes 0, 1 of every SNP k from j + 1
-    (rounded down to 8): the pair tables an order-3 search derives its first SNP's genotype 2
-    from. Blocked layout: the 12 counts ((c·3 + g_j)·2 + g_k) of the 8 SNPs of block k // 8 side
-    by side, at ((k // 8)·12 + (c·3 + g_j)·2 + g_k)·8 + k % 8, so a batch reads one stream
-    (``_parent_counts``' layout, 12 rows of npad, made 12 short streams of the 15 MB tables)."""
+def _pair_counts(bits3, lanes4, segs, npad, b16=False):
+    """(out, out16); out[j]: SNP j's 3 genotype rows counted with genotypes 0, 1 of every SNP k
+    from j + 1 (rounded down to 8): the pair tables an order-3 search derives its first SNP's
+    genotype 2 from. Blocked layout: the 12 counts ((c·3 + g_j)·2 + g_k) of the 8 SNPs of block
+    k // 8 side by side, at ((k // 8)·12 + (c·3 + g_j)·2 + g_k)·8 + k % 8, so a batch reads one
+    stream (``_parent_counts``' layout, 12 rows of npad, made 12 short streams of the 15 MB
+    tables). ``b16``: out16 instead (out has 0 rows), float32 in blocks of 16 SNPs, count q of
+    SNP k at ((k // 16)·12 + q)·16 + k % 16 (``_last_stage16``)."""
     n = bits3.shape[0]
     W = bits3.shape[2]
     lanes = lanes4.ravel()
-    out = np.zeros((n, 12 * npad), dtype=np.int64)
+    out = np.zeros((0 if b16 else n, 12 * npad), dtype=np.int64)
+    out16 = np.zeros((n if b16 else 0, 12 * ((npad + 15) // 16 * 16)), dtype=np.float32)
     for j in prange(n):
         tab = bits3[j].copy().ravel()
         rows = np.zeros(12 * npad, dtype=np.int64)
@@ -325,8 +328,12 @@ def _pair_counts(bits3, lanes4, segs, npad):
         for b in range((j + 1) // 8, npad // 8):
             for q in range(12):
                 for t in range(8):
-                    out[j, (b * 12 + q) * 8 + t] = rows[q * npad + b * 8 + t]
-    return out
+                    if b16:
+                        out16[j, ((b // 2) * 12 + q) * 16 + (b % 2) * 8 + t] = \
+                            rows[q * npad + b * 8 + t]
+                    else:
+                        out[j, (b * 12 + q) * 8 + t] = rows[q * npad + b * 8 + t]
+    return out, out16
 
 
 @njit(cache=True, parallel=True)
@@ -340,10 +347,10 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
     3 = + MI and the top list (the search). ``pairs`` (order 3; ``_pair_counts``, or 0 rows):
     each first SNP's parent counts are its row of ``pairs``, and the last stage counts 4 of
     the 9 prefix rows instead of 6; with ``lanes16`` and ``pairs16`` too (``_lanes16``,
-    ``_pairs16``; one segment per class) the last stage is ``_last_stage16``."""
+    ``_pair_counts(..., b16=True)``; one segment per class) the last stage is ``_last_stage16``."""
     n_snps = bits3.shape[0]
     use_pairs = order == 3 and pairs.shape[0] == n_snps
-    use16 = use_pairs and pairs16.shape[0] == n_snps and lanes16.size > 0
+    use16 = order == 3 and pairs16.shape[0] == n_snps and lanes16.size > 0
     W = bits3.shape[2]
     bits = bits3.ravel()
     lanes = lanes4.ravel()
@@ -396,7 +403,7 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
             _build_level(tables, pcs, lvl_off, 0, bits, W, case_words, i, False)
             if use_pairs:
                 par = pairs[i]
-            elif order == 3 and phases >= 2:
+            elif order == 3 and phases >= 2 and not use16:
                 _parent_counts(tables, lvl_off[1], 3, i + 1, n_snps, lanes, W, segs, par, npad)
             d = 1                      # prefix length; table of level d holds idx[:d]
             nxt[1] = i + 1
@@ -463,10 +470,12 @@ def _candidates(plan: _Plan, progress: bool):
             lanes16 = np.zeros(0, dtype=np.uint32)
             pairs16 = np.zeros((0, 0), dtype=np.float32)
             if plan.pairs and plan.phases >= 2:
-                pairs = _pair_counts(enc.bits, enc.lanes, plan.segs, enc.lanes.shape[0] * 8)
                 segs = plan.segs
-                if segs.shape[0] == 2 and segs[0, 2] != segs[1, 2]:     # _last_stage16
-                    lanes16, pairs16 = _lanes16(enc.lanes), _pairs16(pairs)
+                b16 = bool(segs.shape[0] == 2 and segs[0, 2] != segs[1, 2])  # _last_stage16
+                pairs, pairs16 = _pair_counts(enc.bits, enc.lanes, segs, enc.lanes.shape[0] * 8,
+                                              b16)
+                if b16:
+                    lanes16 = _lanes16(enc.lanes)
             for (tasks, ntasks), ncomb in plan.chunks:
                 q, m, i = _search_kernel(enc.bits, enc.lanes, enc.case_words, plan.order,
                                          plan.segs, tasks, ntasks, plan.nlogn, enc.n_cases,

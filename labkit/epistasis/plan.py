@@ -152,14 +152,3 @@ def _lanes16(lanes4):
     L[:nb] = lanes4
     h = L.view(np.uint32).reshape(-1, 2, 2, W, 8, 2)           # (b, half-block, g, W, t, lo/hi)
     return np.ascontiguousarray(h.transpose(0, 2, 3, 5, 1, 4)).reshape(-1)
-
-
-def _pairs16(pairs):
-    """The pair tables (``_pair_counts``, blocks of 8) as float32 blocks of 16: the 12 counts q
-    of SNPs 16b + t at (b·12 + q)·16 + t of each row."""
-    n, m = pairs.shape
-    nb = m // 96
-    P = np.zeros((n, nb + nb % 2, 12, 8), dtype=np.float32)
-    P[:, :nb] = pairs.reshape(n, nb, 12, 8)
-    P = P.reshape(n, -1, 2, 12, 8).transpose(0, 1, 3, 2, 4)
-    return np.ascontiguousarray(P).reshape(n, -1)

@@ -86,7 +86,8 @@ def test_lanes_layout():
 
 def test_lanes16_and_pairs16_layout():
     """The 16-lane views of ``_last_stage16``: 32-bit word w of genotype row g of SNP 16b + t at
-    ((b·2 + g)·2W + w)·16 + t; pair counts q of SNP 16b + t at (b·12 + q)·16 + t."""
+    ((b·2 + g)·2W + w)·16 + t; pair counts q of SNP 16b + t at (b·12 + q)·16 + t, the same
+    values as the 8-SNP blocks'."""
     from labkit.epistasis import dfs
     inp = ep.make_inputs({"snps": 21, "individuals": 200}, seed=1)
     enc = ep.encode(inp.genotypes, inp.labels)
@@ -98,12 +99,16 @@ def test_lanes16_and_pairs16_layout():
             np.testing.assert_array_equal(L[s // 16, gt, :, s % 16],
                                           enc.bits[s, gt].view(np.uint32))
     assert not L[1, :, :, 5:].any()
-    pairs = np.arange(3 * 12 * 24, dtype=np.int64).reshape(3, 12 * 24)
-    P = dfs._pairs16(pairs).reshape(3, -1, 12, 16)
-    for k in range(24):
-        for q in range(12):
-            assert P[1, k // 16, q, k % 16] == pairs[1, ((k // 8) * 12 + q) * 8 + k % 8]
-    assert not P[:, 1, :, 8:].any()
+    segs = np.array([[0, enc.case_words, 1], [enc.case_words, W, 0]])
+    npad = enc.lanes.shape[0] * 8
+    pairs, none16 = dfs._pair_counts(enc.bits, enc.lanes, segs, npad)
+    none, p16 = dfs._pair_counts(enc.bits, enc.lanes, segs, npad, True)
+    assert none.shape[0] == 0 and none16.shape[0] == 0 and p16.dtype == np.float32
+    P = p16.reshape(21, -1, 12, 16)
+    for j in range(21):
+        for k in range((j + 1) // 8 * 8, npad):
+            for q in range(12):
+                assert P[j, k // 16, q, k % 16] == pairs[j, ((k // 8) * 12 + q) * 8 + k % 8]
 
 
 @pytest.mark.parametrize("snps", [(0,), (4, 2), (1, 5, 9), (0, 3, 6, 10), (2, 3, 4, 5, 6)])

@@ -124,10 +124,9 @@ def test_fused16_counts_and_chi_bound(n_cases, n_controls, maf):
             tab[q * W:(q + 1) * W] = enc.bits[0, r] & enc.bits[1, g]
             for c, sl in ((1, slice(0, cw)), (0, slice(cw, W))):
                 pc[q, c] = int(np.bitwise_count(tab[q * W:(q + 1) * W][sl]).sum())
-    pairs = dfs._pair_counts(enc.bits, enc.lanes, np.array([[0, cw, 1], [cw, W, 0]]),
-                             enc.lanes.shape[0] * 8)
+    _, p16 = dfs._pair_counts(enc.bits, enc.lanes, np.array([[0, cw, 1], [cw, W, 0]]),
+                              enc.lanes.shape[0] * 8, True)
     lanes16 = dfs._lanes16(enc.lanes)[2 * 2 * W * 16:]         # candidates 16 … 31 → block 1
-    p16 = dfs._pairs16(pairs)
     cand = range(16, 18)
     countsf = np.zeros(36 * 16 + 16, dtype=np.float32)
     S = np.zeros(16)
