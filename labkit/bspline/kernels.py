@@ -363,8 +363,9 @@ def vgh_soa_blocked(coefs, idx, pref, out):
 
 
 #: Groups of splines ahead whose canonical lines the grouped last-plane write prefetches into L2
-#: (read prefetch: the lines arrive exclusive, so the stores find them there). 1–3 measured alike.
-_PREFETCH_GROUPS = 2
+#: (read prefetch: the lines arrive exclusive, so the stores find them there): 1 group (32 splines,
+#: 52 lines) gave +11–14 % over the scalar write, 2 groups +6–9 %, 3 about 0 (seed grid, load 2).
+_PREFETCH_GROUPS = 1
 
 
 @njit(cache=True, fastmath=True, inline="always")
