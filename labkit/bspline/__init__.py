@@ -32,9 +32,9 @@ on first use), ``checks.py`` (the exercises; loaded by ``labkit.check``).
 :func:`evaluate_vgh` is the friendly entry point for many positions; it returns one canonical
 form whatever the layout: ``value (P, N)``, ``grad (P, N, 3)``, ``hess (P, N, 3, 3)``, float64.
 By default it runs the register-blocked SoA kernel fused with the write into those arrays
-(``kernels._batch_canonical``: no SoA array, no conversion pass; with ``LABKIT_BSPLINE_STREAM=1``
-and N a multiple of 8 the last step is an in-register transpose written with non-temporal
-stores, ``_intrinsics``), into
+(``kernels._batch_canonical``: no SoA array, no conversion pass; where N is a multiple of 16 the
+last x-plane goes per group of splines through an in-register transpose into full-line stores,
+``_intrinsics``, with ``LABKIT_BSPLINE_STREAM=1`` non-temporal ones), into
 arrays carved from a block the next call reuses once the caller dropped them
 (``layouts.canonical_outputs``); ``output="soa"`` returns the
 kernel's own ``(P, 10, N)`` streams without a copy. Positions × tiles (× chunks of splines) are
@@ -274,6 +274,9 @@ def evaluate_vgh(spline_or_coefs, positions, layout: str = "soa", tile: int | No
     fastest kernel: the register-blocked SoA kernel (``blocked`` defaults to True for "soa" and
     "aosoa"), fused with the write into the canonical arrays (no SoA array, no conversion pass).
     ``blocked=False`` runs the plain SoA/AoSoA kernel (the lesson's step), then converts.
+    With the fused kernel the three canonical arrays are views of one 64-byte-aligned block
+    (``owndata`` False; ``.copy()`` detaches one), which a later call of the same size reuses
+    only when nothing references it any more — neither the arrays nor any view of them.
 
     ``output="soa"`` → the SoA streams ``(P, 10, N)`` in the coefficients' dtype, rows in
     STREAMS order — the kernels' own output, a view without any copy for layout "soa": the
