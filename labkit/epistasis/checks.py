@@ -15,6 +15,7 @@ from labkit.check import (CheckFailure, exercise, mismatch, no_branch_gate, requ
                           speed_gate, vectorized_gate)
 from labkit.epistasis import (_bench_popcount_inputs, _entropy, _numpy_popcount,
                               combine_then_popcount, mi_branchy, popcount_table)
+from labkit.epistasis.kernels import combine_popcount, mi_masked, popcount_nibble
 
 #: the nibble-in-a-register popcount must beat the byte table by this much (measured 1.4–1.5×
 #: with 256-bit vectors on Zen 5; more lanes only widen the gap)
@@ -57,7 +58,8 @@ def check_popcount(student):
     big = _bench_popcount_inputs(1 << 14, seed=int(r.integers(1 << 30)))
     _no_ctpop_gate(student, big)
     vectorized_gate(student, big)
-    speed_gate(student, popcount_table, big, need=POPCOUNT_NEED, vs="the byte-table popcount")
+    speed_gate(student, popcount_table, big, need=POPCOUNT_NEED, vs="the byte-table popcount",
+               answer=popcount_nibble)
     return "exact on 6 arrays (empty, all ones, top bit, random lengths), no ctpop"
 
 
@@ -99,7 +101,7 @@ def check_masked_mi(student):
     require_njit(student, "technique missing")
     no_branch_gate(student, (batch,), where=r"llvm\.log|@log",
                    hint="the exercise replaces `if p > 0` by the mask log(p + (p == 0))")
-    speed_gate(student, mi_branchy, (batch,), need=0.6, vs="the branchy MI")
+    speed_gate(student, mi_branchy, (batch,), need=0.6, vs="the branchy MI", answer=mi_masked)
     return f"within {MI_ATOL:g} of the reference on {len(tables)} tables with empty cells"
 
 
@@ -127,7 +129,7 @@ def check_fused_count(student):
     P = r.integers(0, 2**64, (27, 32), dtype=np.uint64, endpoint=False)
     S = r.integers(0, 2**64, (3, 32), dtype=np.uint64, endpoint=False)
     speed_gate(student, combine_then_popcount, (P, S), need=1.1,
-               vs="combine-then-popcount (table stored)")
+               vs="combine-then-popcount (table stored)", answer=combine_popcount)
     return "exact for 1, 3, 9 and 27 prefix rows"
 
 
