@@ -363,8 +363,8 @@ def vgh_soa_blocked(coefs, idx, pref, out):
 
 
 #: Groups of splines ahead whose canonical lines the grouped last-plane write prefetches into L2
-#: (read prefetch: the lines arrive exclusive, so the stores find them there): 1 group (32 splines,
-#: 52 lines) gave +11–14 % over the scalar write, 2 groups +6–9 %, 3 about 0 (seed grid, load 2).
+#: (read prefetch: the lines arrive exclusive, so the stores find them there): +8–15 % over the
+#: scalar write on the seed grid at 1 group (32 splines, 52 lines); 2 or 3 alike within noise.
 _PREFETCH_GROUPS = 1
 
 
@@ -372,16 +372,14 @@ _PREFETCH_GROUPS = 1
 def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess, stream,
                      gbuf):
     # _tile_vgh_blocked for splines n0 … n0 + nb of tile m at position p: x-planes 0–2 summed
-    # into the scratch block buf[q, 0] (10, nb; it stays in L1), and the last plane added on the
-    # way out into the canonical arrays at splines lo … lo + nb. ``stream`` (the caller checked
-    # that N, the tile and the chunk are multiples of G = gbuf.shape[3] and the arrays start on
-    # 64 bytes): 0 — the last plane written spline by spline (scalar: LLVM does not vectorise the
-    # stride-3/9 stores), Hessian mirrored; 1 — the default where it applies: per group of G
-    # splines the last plane vectorised into gbuf (L1), then transposed in registers and written
-    # with full-line vector stores (_intrinsics), the lines of the group _PREFETCH_GROUPS ahead
-    # prefetched into L2 first (without it the stores wait on their lines and the vector write
-    # is slower than the scalar one on the seed grid); 2 — LABKIT_BSPLINE_STREAM=1: all four
-    # planes into buf, then transposed and written with non-temporal stores.
+    # into the scratch block buf[q, 0] (10, nb; L1), the last plane added on the way out into
+    # the canonical arrays at splines lo … lo + nb. ``stream`` 0: spline by spline (scalar: LLVM
+    # does not vectorise the stride-3/9 stores), Hessian mirrored; 1 (the caller checked N, tile,
+    # chunk % G == 0, G = gbuf.shape[3], arrays on 64 bytes): per group of G splines, the lines
+    # of the group _PREFETCH_GROUPS ahead prefetched into L2 (else the full-line stores wait on
+    # them: slower than scalar on the seed grid), the last plane vectorised into gbuf, transposed
+    # in registers, full-line stores (_intrinsics); 2 (LABKIT_BSPLINE_STREAM=1): all four planes
+    # into buf, then transposed with non-temporal stores.
     ks = (idx[p, 2, 0], idx[p, 2, 1], idx[p, 2, 2], idx[p, 2, 3])
     iys = (idx[p, 1, 0], idx[p, 1, 1], idx[p, 1, 2], idx[p, 1, 3])
     zw = (pref[p, 2, 0, 0], pref[p, 2, 0, 1], pref[p, 2, 0, 2], pref[p, 2, 0, 3],
