@@ -60,7 +60,8 @@ def check_soa_inner_loop(student):
     idx, pref = prefactors(x.positions, x.grid)
     aos = new_output(x.n, "aos")
     speed_gate(student, vgh_aos, (x.coefs, idx[0], pref[0]) + aos, need=1.5,
-               vs="the AoS kernel", student_args=(x.coefs, idx[0], pref[0], new_output(x.n, "soa")))
+               vs="the AoS kernel", student_args=(x.coefs, idx[0], pref[0], new_output(x.n, "soa")),
+               answer=vgh_soa)
     return "matches vgh_soa on 3 random grids"
 
 
