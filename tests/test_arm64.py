@@ -198,6 +198,19 @@ def test_lesson00_kernels_small():
     assert np.allclose(L.dot_partials(inp.x, inp.y), inp.x @ inp.y)
 
 
+def test_bspline_grouped_write_small():
+    # evaluate_vgh's default write where N allows it (groups of 32 / 16 splines: the last plane
+    # transposed in registers, full-line stores after an llvm.prefetch) and the scalar write
+    # for other N — the same compiled kernel as tests/labs/test_bspline.py's layouts
+    from labkit import bspline as bs
+
+    a = bs.aligned_empty(64)
+    assert bs._write_mode(64, 64, 64, a) == (1, 32) and bs._write_mode(24, 24, 24, a)[0] == 0
+    for n in (64, 48, 24):
+        x = bs.make_inputs({"grid": (6, 5, 7), "n": n, "positions": 5}, seed=3)
+        bs.validate(bs.evaluate_vgh(x, x.positions), bs.reference(x), rtol=1e-12)
+
+
 def test_pcc_entry_point_small():
     # the friendly entry point's whole path (standardise, tiles, mirror, constant rows → NaN)
     # on the engine rows this host uses (the packed panels are AVX-512 only)
