@@ -73,3 +73,10 @@ def test_still_undecided_is_kept_and_not_cached(course, monkeypatch):
     calls = _scripted(monkeypatch, {})
     rows = _rows(_grade(course))
     assert {e["verdict"] for e in rows.values()} == {"passed"} and calls
+
+
+def test_a_tampered_notebook_is_not_measured_again():
+    # its points are withheld: a re-measured row must not bring them back
+    rows = [{"exercise": "gf_double", "verdict": "inconclusive", "points": 0.0}]
+    assert run._undecided({"status": "tampered", "exercises": rows}) == []
+    assert run._undecided({"status": "graded", "exercises": rows}) == ["gf_double"]
