@@ -72,7 +72,7 @@ def _enforce(monkeypatch):
 def test_honest_student_passes_when_the_answer_misses_the_target_too():
     r = check._t_beside_unreachable(honest)
     assert r.verdict == "passed", r.message
-    assert "labkit's own answer reached only" in r.message and "of the answer's speed" in r.message
+    assert "labkit's own answer did not clear it either" in r.message and "of the answer's speed" in r.message
     assert 1.6 < r.details["speed_answer_ratio"] < 2.5 and r.details["speed_share"] >= 0.85
 
 

@@ -139,7 +139,7 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
 
     ``answer``: labkit's own kernel for the exercise (called with ``answer_args``, default the
     student's arguments). A student below ``need`` is measured again beside it; when the
-    answer itself stays below ``need`` in those rounds (the machine is loaded, throttled or
+    answer itself does not clear ``need`` in those rounds (the machine is loaded, throttled or
     cannot show the whole effect), the student is judged against the answer instead: passed at
     ≥ ``ANSWER_SHARE`` of its speed. An honest solution never loses points to the machine."""
     guard = student if isinstance(student, Guard) else None
@@ -188,7 +188,7 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
                                     max(rounds, 9), loops3)
         all_ratios += ms.ratios
         m = Measurement(all_ratios)
-        if ma.high < need and m.low < need:
+        if ma.low < need and m.low < need:      # the answer does not clear the target either
             beside = (ms.ratio / ma.ratio, ma)
     ratio = m.ratio
     ctx = current()
@@ -203,9 +203,9 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     if beside is not None:
         share, ma = beside
         said = (f"{text} {interval}, below the {need:g}× target — but labkit's own answer "
-                f"reached only {ma.ratio:.2f}× in the same rounds (this machine cannot show the "
-                f"whole effect right now: loaded or throttled): yours runs at {share:.0%} of "
-                f"the answer's speed")
+                f"did not clear it either in the same rounds ({ma.ratio:.2f}×, interval "
+                f"[{ma.low:.2f}, {ma.high:.2f}]: this machine cannot show the whole effect right "
+                f"now, loaded or throttled): yours runs at {share:.0%} of the answer's speed")
         if share >= ANSWER_SHARE:
             note(said)
             return ratio
