@@ -158,15 +158,17 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     enforce = speed_enforced()
     rounds = max(3, int(repeat)) if enforce else 3
 
+    def guarded(fn, *a, **kw):       # the student's code runs only under the tracer
+        if guard is None:
+            return fn(*a, **kw)
+        with guard.tracing():
+            out = fn(*a, **kw)
+        guard.verify()
+        return out
+
     def measure(n, loops=None):
-        if guard is not None:
-            with guard.tracing():
-                out = measure_ratio(raw, reference, args, student_args=sargs, rounds=n,
-                                    min_time=min_time, loops=loops)
-            guard.verify()
-            return out
-        return measure_ratio(raw, reference, args, student_args=sargs, rounds=n,
-                             min_time=min_time, loops=loops)
+        return guarded(measure_ratio, raw, reference, args, student_args=sargs, rounds=n,
+                       min_time=min_time, loops=loops)
 
     m, loops = measure(rounds)
     all_ratios = list(m.ratios)
@@ -178,14 +180,8 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     if enforce and answer is not None and m.low < need:
         aargs = sargs if answer_args is None else answer_args
         loops3 = loops + (_loops_for(answer, aargs, min_time),)
-        if guard is not None:
-            with guard.tracing():
-                ms, ma = measure_beside(raw, answer, reference, args, sargs, aargs,
-                                        max(rounds, 9), loops3)
-            guard.verify()
-        else:
-            ms, ma = measure_beside(raw, answer, reference, args, sargs, aargs,
-                                    max(rounds, 9), loops3)
+        ms, ma = guarded(measure_beside, raw, answer, reference, args, sargs, aargs,
+                         max(rounds, 9), loops3)
         all_ratios += ms.ratios
         m = Measurement(all_ratios)
         if ma.low < need and m.low < need:      # the answer does not clear the target either

@@ -161,8 +161,8 @@ def _undecided(res: dict) -> list[str]:
     return [e["exercise"] for e in res.get("exercises", ()) if e.get("verdict") in UNDECIDED]
 
 
-def _merge_remeasured(res: dict, again: dict) -> None:
-    """The re-measured rows of ``again`` in place of ``res``'s undecided ones."""
+def _merge_remeasured(res: dict, again: dict) -> dict:
+    """``res`` with the re-measured rows of ``again`` in place of its undecided ones."""
     new = {e["exercise"]: e for e in again.get("exercises", ())}
     for i, e in enumerate(res["exercises"]):
         r = new.get(e["exercise"])
@@ -171,6 +171,7 @@ def _merge_remeasured(res: dict, again: dict) -> None:
             r["message"] = _short(f"{r['message']} (re-measured after the batch, alone on the "
                                   f"machine: the first run was {e['verdict']})")
             res["exercises"][i] = r
+    return res
 
 
 def _grade_task(args) -> dict:
@@ -213,8 +214,8 @@ def _seed_key(canons: list[Canonical], settings: GradeSettings, digest: str, sta
     h = hashlib.sha256()
     for c in sorted(canons, key=lambda c: c.name):
         h.update(c.name.encode() + b"\0" + c.path.read_bytes())
-    stamps = sorted((str(f.relative_to(warm.PACKAGE)), f.stat().st_mtime_ns, f.stat().st_size)
-                    for f in warm.PACKAGE.rglob("*.py"))
+    stamps = sorted((str(f.relative_to(warm.PACKAGE)), st.st_mtime_ns, st.st_size)
+                    for f in warm.PACKAGE.rglob("*.py") for st in (f.stat(),))
     h.update(json.dumps([SEED_VERSION, digest, stamp, stamps, sys.executable,
                          list(settings.exercise_modules),
                          {k: os.environ.get(k) for k in warm._ENV_KEYS}]).encode())
@@ -488,6 +489,16 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             except OSError:
                 pass
 
+    def one_by_one(k: int, task: tuple, merge=None) -> None:
+        # in this process, one notebook at a time: an earlier one's leftovers undone first
+        before = snap.changes()
+        if before:
+            undo(before)
+        res = _grade_task(task)
+        if merge is not None:
+            res = merge(res)
+        finish(k, res, before)
+
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="grading", unit="nb",
@@ -496,10 +507,7 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
         if jobs == 1 or len(todo) <= 1:
             for k in todo:
                 bar.set_postfix_str(tasks[k][0].student[:20])
-                before = snap.changes()
-                if before:
-                    undo(before)
-                finish(k, _grade_task(tasks[k]), before)
+                one_by_one(k, tasks[k])
                 bar.update()
         else:
             import multiprocessing
@@ -523,13 +531,10 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
         for k in [k for k in todo if results[k] is not None and _undecided(results[k])]:
             bar.set_postfix_str(f"re-measuring {tasks[k][0].student[:16]}")
             sub, canon, st, err = tasks[k]
-            before = snap.changes()
-            if before:
-                undo(before)
-            again = _grade_task((sub, canon, dataclasses.replace(st, only=tuple(
-                _undecided(results[k]))), err))
-            _merge_remeasured(results[k], again)
-            finish(k, results[k], before)
+            first = results[k]
+            alone = dataclasses.replace(st, only=tuple(_undecided(first)))
+            one_by_one(k, (sub, canon, alone, err),
+                       merge=lambda again, first=first: _merge_remeasured(first, again))
     finally:
         bar.close()
         seed = settings.numba_cache
