@@ -180,7 +180,9 @@ def test_a_callee_changed_in_another_file_is_not_loaded_stale_from_the_cache(tmp
     for d in (tmp_path / "pkgx", lab):
         (d / "__init__.py").write_text("")
     (lab / "b.py").write_text(_CALLER)
-    env = {"PATH": "", "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    # no .pyc: a.py rewritten within the same second at the same size would import stale
+    env = {"PATH": "", "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path),
+           "PYTHONDONTWRITEBYTECODE": "1"}
 
     def run(mode):
         out = subprocess.run([sys.executable, "-c", _RUN, str(tmp_path), mode], env=env,
