@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ARM64 job: run labkit's ISA-sensitive tests on AArch64 under qemu user-mode emulation.
 #
-#   tools/arm64/job.sh            # setup (cached) + tests with NEON, then with SVE
+#   tools/arm64/job.sh            # setup (cached) + tests with NEON and with SVE, side by side
 #   tools/arm64/job.sh setup      # only build/refresh the cached arm64 root filesystem and venv
 #   tools/arm64/job.sh shell      # an interactive shell in the rootfs (work tree at /labkit)
 #
@@ -234,7 +234,7 @@ run_target() {  # run_target neon|sve -> pytest exit code
     set +e
     in_root "${envs[@]}" /bin/sh -c 'cd /labkit && exec "$0" "$@"' "$VENV/bin/python" -m pytest \
         -o addopts= -p no:cacheprovider -p no:nbval -v -ra --durations=10 \
-        ${ARM64_PYTEST_ARGS:-$SLOW} "${ids[@]}"
+        --basetemp="/tmp/pytest-arm64-$t" ${ARM64_PYTEST_ARGS:-$SLOW} "${ids[@]}"
     local rc=$?
     set -e
     log "[$t] pytest exit $rc"
@@ -250,9 +250,20 @@ copy_tree
 if [ "$MODE" = shell ]; then in_root PYTHONPATH=/labkit /bin/bash; exit $?; fi
 
 log "arm64 python: $(in_root $VENV/bin/python -c 'import platform, numba, llvmlite.binding as l; print(platform.machine(), "numba", numba.__version__, "LLVM host", l.get_host_cpu_name())')"
+# the targets side by side, one qemu process each (emulation is single-threaded: on a 2-core
+# machine the two runs take about as long as the longer one alone); their logs one after the other
 status=0
+pids=()
 for t in $TARGETS; do
-    run_target "$t" || status=$?
+    run_target "$t" >"$CACHE/pytest-$t.log" 2>&1 &
+    pids+=($!)
+done
+i=0
+for t in $TARGETS; do
+    wait "${pids[$i]}" || status=$?
+    i=$((i + 1))
+    echo "---------------------------------------------------------------- [$t]"
+    cat "$CACHE/pytest-$t.log"
 done
 log "ARM64 JOB $([ $status = 0 ] && echo PASSED || echo FAILED) (targets: $TARGETS; $(( $(date +%s) - T0 )) s)"
 exit $status
