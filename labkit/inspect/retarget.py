@@ -226,6 +226,18 @@ def _strip_target(text: str) -> str:
                      else ln for ln in text.splitlines())
 
 
+_SFENCE_CALL = re.compile(r"(?:(?:tail|notail|musttail) )?call void @llvm\.x86\.sse\.sfence\(\)"
+                          r"(?: #\d+)?")
+_SFENCE_DECL = re.compile(r"^declare void @llvm\.x86\.sse\.sfence\(\).*$", re.M)
+
+
+def _portable_fences(text: str) -> str:
+    """x86's ``sfence`` (the store fence after lab 02's non-temporal stores) as LLVM's generic
+    ``fence seq_cst``, which every target lowers (``dmb ish`` on AArch64): such IR can still be
+    compiled for another architecture."""
+    return _SFENCE_DECL.sub("", _SFENCE_CALL.sub("fence seq_cst", text))
+
+
 def _retarget(fn, args, cpu, features=None, prefer_vector_width=None) -> tuple[str, str]:
     """(optimised IR, assembly) of ``fn`` at ``args`` compiled by llvmlite for ``cpu``."""
     import llvmlite.binding as llvm
@@ -243,6 +255,8 @@ def _retarget(fn, args, cpu, features=None, prefer_vector_width=None) -> tuple[s
         mod = None
         arch = _arch_of(triple)
         for text in modules:
+            if arch != "x86-64":
+                text = _portable_fences(text)
             foreign = {a for a, tag in (("x86-64", "@llvm.x86."), ("aarch64", "@llvm.aarch64."))
                        if a != arch and tag in text}
             if foreign:          # LLVM would abort the process in instruction selection

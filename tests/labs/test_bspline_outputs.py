@@ -132,3 +132,19 @@ def test_streamed_write_compiles_and_agrees_for_avx2(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_canonical_kernel_compiles_for_aarch64_from_here():
+    # the streamed write's x86 sfence becomes a generic fence when retargeted (dmb on AArch64):
+    # labkit.inspect.compile_for shows the entry point's kernel for an ARM core too
+    from labkit.bspline import kernels
+    from labkit.inspect import compile_for
+    from labkit.inspect.retarget import _portable_fences
+    x = bs.make_inputs({"grid": (6, 5, 7), "n": 32, "positions": 5}, seed=4)
+    bs.evaluate_vgh(x.coefs, x.positions)
+    sig = kernels._batch_canonical.signatures[0]
+    asm = compile_for(kernels._batch_canonical, "neoverse-v1", sig, features="+sve", full=True)
+    assert "dmb" in asm and "sfence" not in asm
+    ir = ("  tail call void @llvm.x86.sse.sfence() #4\n  ret void\n}\n"
+          "declare void @llvm.x86.sse.sfence() #5\n")
+    assert _portable_fences(ir) == "  fence seq_cst\n  ret void\n}\n\n"
