@@ -80,3 +80,33 @@ def test_a_tampered_notebook_is_not_measured_again():
     rows = [{"exercise": "gf_double", "verdict": "inconclusive", "points": 0.0}]
     assert run._undecided({"status": "tampered", "exercises": rows}) == []
     assert run._undecided({"status": "graded", "exercises": rows}) == ["gf_double"]
+
+
+def test_a_check_that_never_ran_for_lack_of_time_runs_alone_after_the_batch(course, monkeypatch):
+    # gf_add_one uses up the notebook's time: gf_double "never ran" — then gets its own turn
+    import time
+    calls = _scripted(monkeypatch, {})
+    fake = run.run_exercise
+
+    def slow_first(ex, cell, timeout):
+        if ex.name == "gf_add_one":
+            time.sleep(0.6)
+        return fake(ex, cell, timeout)
+
+    monkeypatch.setattr(run, "run_exercise", slow_first)
+    rows = _rows(_grade(course, notebook_timeout=1.5))
+    doubles = [e for e in rows.values() if e["exercise"] == "gf_double"]
+    assert all(e["verdict"] == "passed" and e.get("remeasured") for e in doubles)
+    assert all("the first run was timed out" in e["message"] for e in doubles)
+    assert calls == ["gf_add_one", "gf_add_one", "gf_double", "gf_double"]
+
+
+def test_which_timeouts_run_again():
+    ran = {"exercise": "gf_double", "verdict": "timed out", "message": "did not return within 120 s"}
+    never = {"exercise": "gf_add_one", "verdict": "timed out",
+             "message": "the notebook's checks did not finish within 900 s; this one never ran"}
+    res = {"status": "graded", "exercises": [ran, never]}
+    assert run._undecided(res) == ["gf_add_one"]                   # graded one at a time
+    assert run._undecided(res, shared=True) == ["gf_double", "gf_add_one"]   # beside others
+    again = {"status": "graded", "exercises": [dict(ran, remeasured=True)]}
+    assert run._undecided(again, shared=True) == []                # once only

@@ -152,21 +152,29 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
 #: Verdicts that say the machine could not decide (a speed gate's interval straddled its target
 #: while other work shared the cores): those checks run again after the batch, one at a time.
 UNDECIDED = ("inconclusive",)
+#: A check that ran out of time is run again alone too when the batch shared the machine
+#: (parallel workers: a slow-but-honest kernel met their load) or never started (the notebook's
+#: time was used up by its other checks): once, with its own cell timeout.
+TIMED_OUT = "timed out"
 
 
-def _undecided(res: dict) -> list[str]:
-    """The undecided checks of a graded notebook (a tampered one keeps its zeros)."""
+def _undecided(res: dict, shared: bool = False) -> list[str]:
+    """The checks of a graded notebook to run again alone (a tampered one keeps its zeros):
+    undecided ones, and timed-out ones that never ran or (``shared``) ran beside other work."""
     if res.get("status") != "graded":
         return []
-    return [e["exercise"] for e in res.get("exercises", ()) if e.get("verdict") in UNDECIDED]
+    return [e["exercise"] for e in res.get("exercises", ())
+            if e.get("verdict") in UNDECIDED or (e.get("verdict") == TIMED_OUT and not
+                                                 e.get("remeasured") and
+                                                 (shared or "never ran" in e.get("message", "")))]
 
 
 def _merge_remeasured(res: dict, again: dict) -> dict:
-    """``res`` with the re-measured rows of ``again`` in place of its undecided ones."""
+    """``res`` with the rows of ``again`` (its checks run once more) in place of its own."""
     new = {e["exercise"]: e for e in again.get("exercises", ())}
     for i, e in enumerate(res["exercises"]):
         r = new.get(e["exercise"])
-        if e.get("verdict") in UNDECIDED and r is not None:
+        if r is not None:
             r = dict(r, remeasured=True)
             r["message"] = _short(f"{r['message']} (re-measured after the batch, alone on the "
                                   f"machine: the first run was {e['verdict']})")
@@ -464,6 +472,8 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
         if home is not None and settings.numba_cache:
             settings.numba_cache = _keep_seed(settings.numba_cache, home)
 
+    shared = not (jobs == 1 or len(todo) <= 1)       # notebooks graded side by side
+
     def undo(changed: list[str]) -> list[str] | None:
         # Without the sandbox a submission can write labkit's files: put them back so the
         # next student meets an intact labkit. In the sandbox labkit is read-only to student
@@ -482,7 +492,7 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                 snap.rebase()
         res["environment"] = stamp
         results[k] = res
-        if keys[k] and res["status"] in ("graded",) and not _undecided(res):
+        if keys[k] and res["status"] in ("graded",) and not _undecided(res, shared):
             try:
                 (cache / f"{keys[k]}.json").write_text(json.dumps(res, default=str),
                                                         encoding="utf-8")
@@ -504,7 +514,7 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="grading", unit="nb",
                disable=not progress, file=sys.stderr)
     try:
-        if jobs == 1 or len(todo) <= 1:
+        if not shared:
             for k in todo:
                 bar.set_postfix_str(tasks[k][0].student[:20])
                 one_by_one(k, tasks[k])
@@ -528,11 +538,11 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                     bar.update()
         # checks the machine could not decide, once more, one at a time (nothing else of the
         # grader's runs beside them); the batch's other results stand
-        for k in [k for k in todo if results[k] is not None and _undecided(results[k])]:
+        for k in [k for k in todo if results[k] is not None and _undecided(results[k], shared)]:
             bar.set_postfix_str(f"re-measuring {tasks[k][0].student[:16]}")
             sub, canon, st, err = tasks[k]
             first = results[k]
-            alone = dataclasses.replace(st, only=tuple(_undecided(first)))
+            alone = dataclasses.replace(st, only=tuple(_undecided(first, shared)))
             one_by_one(k, (sub, canon, alone, err),
                        merge=lambda again, first=first: _merge_remeasured(first, again))
     finally:
