@@ -110,3 +110,20 @@ def test_which_timeouts_run_again():
     assert run._undecided(res, shared=True) == ["gf_double", "gf_add_one"]   # beside others
     again = {"status": "graded", "exercises": [dict(ran, remeasured=True)]}
     assert run._undecided(again, shared=True) == []                # once only
+
+
+def test_a_grader_error_in_the_second_run_touches_only_the_checks_run_again():
+    first = {"status": "graded", "exercises": [
+        {"exercise": "gf_add_one", "verdict": "passed", "points": 1.0, "message": "ok"},
+        {"exercise": "gf_double", "verdict": "inconclusive", "points": 0.0, "message": "?"}]}
+    again = {"status": "grader error", "exercises": [
+        {"exercise": "gf_add_one", "verdict": "not run", "points": 0.0, "message": "grader error"},
+        {"exercise": "gf_double", "verdict": "not run", "points": 0.0, "message": "grader error"}]}
+    got = run._merge_remeasured(first, again, ("gf_double",))
+    assert [e["verdict"] for e in got["exercises"]] == ["passed", "inconclusive"]
+    assert got["exercises"][0]["points"] == 1.0
+    again["exercises"][1] = {"exercise": "gf_double", "verdict": "passed", "points": 2.0,
+                             "message": "scripted"}
+    got = run._merge_remeasured(first, again, ("gf_double",))
+    assert [e["verdict"] for e in got["exercises"]] == ["passed", "passed"]
+    assert got["exercises"][1]["remeasured"] and "was inconclusive" in got["exercises"][1]["message"]

@@ -169,12 +169,14 @@ def _undecided(res: dict, shared: bool = False) -> list[str]:
                                                  (shared or "never ran" in e.get("message", "")))]
 
 
-def _merge_remeasured(res: dict, again: dict) -> dict:
-    """``res`` with the rows of ``again`` (its checks run once more) in place of its own."""
-    new = {e["exercise"]: e for e in again.get("exercises", ())}
+def _merge_remeasured(res: dict, again: dict, names) -> dict:
+    """``res`` with the rows of ``again`` for the checks ``names`` (run once more) in place of its
+    own; its other rows stand, and so does a row the second run did not judge (``not run`` after
+    a grader error, which lists every check)."""
+    new = {e["exercise"]: e for e in again.get("exercises", ()) if e.get("verdict") != "not run"}
     for i, e in enumerate(res["exercises"]):
         r = new.get(e["exercise"])
-        if r is not None:
+        if r is not None and e["exercise"] in names:
             r = dict(r, remeasured=True)
             r["message"] = _short(f"{r['message']} (re-measured after the batch, alone on the "
                                   f"machine: the first run was {e['verdict']})")
@@ -542,9 +544,10 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             bar.set_postfix_str(f"re-measuring {tasks[k][0].student[:16]}")
             sub, canon, st, err = tasks[k]
             first = results[k]
-            alone = dataclasses.replace(st, only=tuple(_undecided(first, shared)))
-            one_by_one(k, (sub, canon, alone, err),
-                       merge=lambda again, first=first: _merge_remeasured(first, again))
+            names = tuple(_undecided(first, shared))
+            one_by_one(k, (sub, canon, dataclasses.replace(st, only=names), err),
+                       merge=lambda again, first=first, names=names:
+                       _merge_remeasured(first, again, names))
     finally:
         bar.close()
         seed = settings.numba_cache

@@ -211,7 +211,8 @@ copy_tree() {  # the work tree as it is (tracked + untracked, not ignored) -> /l
 }
 
 # ---------------------------------------------------------------- the ISA-sensitive subset
-# NEON: the whole list; SVE: the compile/inspect/check half (kernels already ran under NEON).
+# NEON: the whole list; SVE: the compile/inspect/check half (kernels already ran under NEON) and
+# lab 04's whole search.
 subset() { grep -vE '^[[:space:]]*(#|$)' "$HERE/tests-$1.txt"; }
 
 # lab 04's order-3 search compiles for minutes under qemu (170 s for SVE alone here; 390 s at
