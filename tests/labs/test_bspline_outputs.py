@@ -134,16 +134,26 @@ def test_streamed_write_compiles_and_agrees_for_avx2(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
 
 
-def test_canonical_kernel_compiles_for_aarch64_from_here():
+def test_streamed_transpose_compiles_for_aarch64_from_here():
     # the streamed write's x86 sfence becomes a generic fence when retargeted (dmb on AArch64):
-    # labkit.inspect.compile_for shows the entry point's kernel for an ARM core too
-    from labkit.bspline import kernels
+    # labkit.inspect.compile_for shows the entry point's streamed kernel for an ARM core too
+    import numba
+
+    from labkit.bspline._intrinsics import _streams_to_canonical8
     from labkit.inspect import compile_for
     from labkit.inspect.retarget import _portable_fences
-    x = bs.make_inputs({"grid": (6, 5, 7), "n": 32, "positions": 5}, seed=4)
-    bs.evaluate_vgh(x.coefs, x.positions)
-    sig = kernels._batch_canonical.signatures[0]
-    asm = compile_for(kernels._batch_canonical, "neoverse-v1", sig, features="+sve", full=True)
+
+    @numba.njit
+    def one_group(buf, value, grad, hess):          # 8 splines: 10 streams -> canonical
+        _streams_to_canonical8(buf, 0, buf.shape[3], value, grad, hess, 0, 1)
+
+    buf = bs.aligned_empty((1, 1, 10, 8))
+    buf[...] = np.arange(80.0).reshape(buf.shape)
+    v, g, h = bs.aligned_empty((1, 8)), bs.aligned_empty((1, 8, 3)), bs.aligned_empty((1, 8, 3, 3))
+    one_group(buf, v, g, h)
+    assert np.array_equal(v[0], buf[0, 0, 0]) and np.array_equal(g[0, :, 1], buf[0, 0, 2])
+    assert np.array_equal(h[0, :, 0, 1], buf[0, 0, 5]) and np.array_equal(h[0, :, 1, 0], buf[0, 0, 5])
+    asm = compile_for(one_group, "neoverse-v1", one_group.signatures[0], features="+sve", full=True)
     assert "dmb" in asm and "sfence" not in asm
     ir = ("  tail call void @llvm.x86.sse.sfence() #4\n  ret void\n}\n"
           "declare void @llvm.x86.sse.sfence() #5\n")
