@@ -104,7 +104,8 @@ def test_a_check_that_never_ran_for_lack_of_time_runs_alone_after_the_batch(cour
 def test_which_timeouts_run_again():
     ran = {"exercise": "gf_double", "verdict": "timed out", "message": "did not return within 120 s"}
     never = {"exercise": "gf_add_one", "verdict": "timed out",
-             "message": "the notebook's checks did not finish within 900 s; this one never ran"}
+             "message": "the notebook's checks did not finish within 900 s; this one never ran",
+             "never_ran": True}
     res = {"status": "graded", "exercises": [ran, never]}
     assert run._undecided(res) == ["gf_add_one"]                   # graded one at a time
     assert run._undecided(res, shared=True) == ["gf_double", "gf_add_one"]   # beside others

@@ -80,7 +80,7 @@ def _verdict_row(ex: ExerciseSpec, r: dict, seed: int, seconds: float) -> dict:
     verdict = str(r.get("verdict", "error"))
     message = str(r.get("message", ""))
     if verdict == "error" and "did not return within" in message:
-        verdict = "timed out"
+        verdict = TIMED_OUT
     elif verdict == "error" and ("crashed the checker" in message or "ended the checker" in message):
         verdict = "crashed"
     row = _row(ex, verdict, message, pts, seed=seed, seconds=round(seconds, 2), details=details)
@@ -130,9 +130,9 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
                     continue
                 left = deadline - time.monotonic()
                 if left <= 1:
-                    rows.append(_row(ex, "timed out", "the notebook's checks did not finish "
+                    rows.append(_row(ex, TIMED_OUT, "the notebook's checks did not finish "
                                      f"within {settings.notebook_timeout:g} s; this one never "
-                                     "ran"))
+                                     "ran", never_ran=True))
                     continue
                 t = time.monotonic()
                 r, seed = run_exercise(ex, found[ex.name], min(settings.cell_timeout, left))
@@ -166,7 +166,7 @@ def _undecided(res: dict, shared: bool = False) -> list[str]:
     return [e["exercise"] for e in res.get("exercises", ())
             if e.get("verdict") in UNDECIDED or (e.get("verdict") == TIMED_OUT and not
                                                  e.get("remeasured") and
-                                                 (shared or "never ran" in e.get("message", "")))]
+                                                 (shared or e.get("never_ran")))]
 
 
 def _merge_remeasured(res: dict, again: dict, names) -> dict:
