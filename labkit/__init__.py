@@ -6,7 +6,9 @@ Submodules load on first use (``labkit.bench``, ``labkit.inspect``, ``labkit.che
 """
 import importlib
 
-from labkit import registry
+from labkit import _env, registry
+
+_env.apply()   # NUMBA_CPU_NAME=haswell means a Haswell's features too (labkit.hardware.target)
 
 __version__ = "0.1.0"
 

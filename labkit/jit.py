@@ -62,23 +62,30 @@ def vector_bits() -> int | None:
 
 @lru_cache(maxsize=None)
 def compiles_for_avx512() -> bool:
-    """Whether numba compiles for an x86 core with AVX-512F: the host's features, unless
-    NUMBA_CPU_FEATURES (numba's whole feature list when set) or NUMBA_CPU_NAME say otherwise."""
+    """Whether numba compiles for an x86 core with AVX-512F: the host, or the CPU that
+    ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` name (:mod:`labkit.hardware.target`, which reads
+    LLVM's own answer for that CPU: ``haswell`` no, ``znver4`` yes)."""
     import platform
-
-    import llvmlite.binding as ll
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False
-    if numba.config.CPU_FEATURES:
-        return "+avx512f" in numba.config.CPU_FEATURES.split(",")
-    if numba.config.CPU_NAME not in (None, "", "host"):
-        return False
-    try:
-        return bool(ll.get_host_cpu_features().get("avx512f"))
-    except RuntimeError:
-        return False
+    from labkit.hardware.target import target
 
+    return target().has("avx512f")
+
+
+def _refuse_foreign_target() -> None:
+    """labkit's kernels compile for numba's target: one this host cannot run is refused here,
+    with what to do instead, before any of them is compiled (numba would die with SIGILL)."""
+    import platform
+
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        from labkit.hardware.target import ensure_executable
+
+        ensure_executable()
+
+
+_refuse_foreign_target()
 
 _CLASSES: dict[type, type] = {}
 

@@ -61,6 +61,13 @@ def doctor(argv: Sequence[str] | None = None) -> int:
 
     hw = info()
     print("\n".join(_describe(hw)))
+    from .target import TargetError, ensure_executable
+    try:
+        ensure_executable()
+    except TargetError as e:
+        print(f"  ✘ {e}")
+        print("labkit is NOT ready for this target: nothing compiled for it can run here.")
+        return 1
     missing = [f for f in hw.feature_names if not hw.features.get(f)]
     if missing and hw.arch == "x86_64":
         print("  (missing features: the labs still run with narrower vectors; use "
@@ -68,7 +75,8 @@ def doctor(argv: Sequence[str] | None = None) -> int:
     elif hw.arch == "aarch64":
         print("  (numba compiles NEON here: checks expect 128-bit vectors; see other ISAs with "
               "labkit.inspect.compile_for(fn, 'neoverse-v1') for SVE or 'znver4' for AVX-512)")
-    if hw.arch == "x86_64" and hw.features.get("avx512f") and not ns.no_smoke:
+    from .probe import has
+    if hw.arch == "x86_64" and has("avx512f") and not ns.no_smoke:
         from .probe import native_vector_bits
         pref = native_vector_bits(preferred=True)
         print(f"  numba's loops here: {pref}-bit vectors ({pref // 64} doubles per instruction) on "

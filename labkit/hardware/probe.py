@@ -50,6 +50,7 @@ class HardwareInfo:
     l2_shared_by: int | None = None
     sve_bits: int | None = None
     emulated_on: str | None = None
+    target_note: str | None = None   # "targeting haswell (…) on a rocketlake host", when they differ
 
     # -- dict-like access
     def __getitem__(self, key: str) -> Any:
@@ -183,7 +184,9 @@ def _describe(hw: HardwareInfo) -> list[str]:
         f"vectors   {_widest(hw)}"
         + (f"; SVE vector length {hw.sve_bits} bits" if hw.sve_bits else ""),
         f"numba target CPU: {hw.numba_cpu}"
-        + (f"  (NUMBA_CPU_NAME={hw.numba_cpu_env} overrides the host)" if hw.numba_cpu_env else ""),
+        + (f"  — {hw.target_note}" if hw.target_note
+           else f"  (NUMBA_CPU_NAME={hw.numba_cpu_env} overrides the host)" if hw.numba_cpu_env
+           else ""),
         f"ISA features ({hw.arch}):",
     ]
     names = hw.feature_names
@@ -314,6 +317,10 @@ def _probe() -> HardwareInfo:
                hwcap=hwcap, llvm_features=_llvm_flags(), llvm_cpu=host)
     if arch == "aarch64" and hw.features.get("sve") and not darwin:
         hw.sve_bits = sources.read_sve_bits()
+    from .target import target
+    t = target()
+    if t.overridden:            # what numba compiles for, and how it differs from the host
+        hw.numba_cpu, hw.target_note = t.cpu, t.describe()
     return hw
 
 
@@ -389,8 +396,21 @@ def info(refresh: bool = False) -> HardwareInfo:
 
 
 def has(feature: str) -> bool:
-    """True if this CPU has the ISA feature, e.g. has('avx2'), has('avx512_vpopcntdq')."""
-    return info().has(feature)
+    """True if code numba compiles here may use the ISA feature, e.g. has('avx2'),
+    has('avx512_vpopcntdq'): the host's features, or the target's when ``NUMBA_CPU_NAME`` /
+    ``NUMBA_CPU_FEATURES`` choose another CPU (:mod:`labkit.hardware.target`; a feature labkit
+    does not probe counts as absent then). ``info().has`` always describes the host."""
+    hw = info()
+    if hw.arch == "x86_64":
+        from .target import PROBED, target
+        t = target()
+        if t.overridden:
+            name = isa.canonical(_normalise(feature), hw.arch)
+            if name in PROBED:
+                return name in t.features
+            hw.has(feature)           # an unknown name is still an error
+            return False
+    return hw.has(feature)
 
 
 def summary() -> str:
@@ -403,27 +423,14 @@ def summary() -> str:
 _X86 = isa.X86
 
 
-def _numba_features() -> dict[str, bool] | None:
-    """The features numba compiles for, in LLVM spelling: ``NUMBA_CPU_FEATURES`` when set (numba
-    then uses exactly that string), else None (numba uses the host's own features)."""
-    text = os.environ.get("NUMBA_CPU_FEATURES")
-    if not text:
-        return None
-    feats: dict[str, bool] = {}
-    for f in text.split(","):
-        f = f.strip()
-        if f[:1] in "+-" and len(f) > 1:
-            feats[f[1:].lower()] = f[0] == "+"
-    return feats
-
-
 def native_vector_bits(*, preferred: bool = False) -> int:
     """Width in bits of the widest SIMD registers numba compiles for on this machine.
 
     512 with AVX-512 (``avx512f``), 256 with AVX or AVX2, 128 otherwise on x86-64 (SSE2 is the
     baseline) and on ARM (NEON; numba's code for fixed-length vectors is NEON even on SVE
-    hardware), 128 on any other architecture.  The features are numba's: ``NUMBA_CPU_FEATURES``
-    when it is set (as numba uses it), else the host's.  ``LABKIT_NATIVE_BITS=128`` (or 256, 512…)
+    hardware), 128 on any other architecture.  The CPU is the one numba compiles for
+    (:func:`labkit.hardware.target.target`): the host, or ``NUMBA_CPU_NAME`` /
+    ``NUMBA_CPU_FEATURES`` — ``NUMBA_CPU_NAME=haswell`` says 256 on an AVX-512 host.  ``LABKIT_NATIVE_BITS=128`` (or 256, 512…)
     overrides the answer, e.g. for tests that simulate a 128-bit host.
 
     This is the *register* width.  LLVM's tuning for Intel AVX-512 server parts (skylake-avx512 …
@@ -450,19 +457,8 @@ def native_vector_bits(*, preferred: bool = False) -> int:
         return min(_auto_vector_bits(), native_vector_bits())
     machine = platform.machine().lower()
     if machine in _X86:
-        feats = _numba_features()
-        if feats is None:
-            hw = info()
-            def on(name):
-                return hw.has(name)
-        else:
-            def on(name):
-                return feats.get(_LLVM_NAMES.get(name, name), False)
-        if on("avx512f"):
-            return 512
-        if on("avx2") or on("avx"):
-            return 256
-        return 128
+        from .target import target   # the CPU numba compiles for: the host or NUMBA_CPU_NAME/…
+        return target().vector_bits
     return 128  # NEON (AArch64), and the narrowest common SIMD elsewhere
 
 

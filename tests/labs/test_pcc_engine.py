@@ -136,15 +136,19 @@ def test_hot_loop_full_width_no_spills():
     blocks = re.split(r"\n\.LBB\S+:", asm)
     hot = max(blocks, key=lambda b: b.count("vfmadd"))
     fma = re.findall(r"vfmadd\w*pd\s+[^\n]*", hot)
-    assert len(fma) == engine.MR * engine.NR
+    steps, rest = divmod(len(fma), engine.MR * engine.NR)   # LLVM may unroll the k loop
+    assert steps >= 1 and rest == 0, len(fma)
     assert all("zmm" in f for f in fma)
-    assert len(re.findall(r"vmovupd\s+\(", hot)) + sum("(" in f for f in fma) == engine.MR + engine.NR
+    loads = len(re.findall(r"vmovupd\s+\(", hot)) + sum("(" in f for f in fma)
+    assert loads == steps * (engine.MR + engine.NR)
 
 
 @pytest.mark.skipif(not panels.ENABLED, reason="no AVX-512 here: the panel engine does not run")
 def test_panel_micro_kernel_registers():
-    """The 8×24 micro-kernel's k loop: 24 zmm FMAs into register accumulators, 3 vector loads and
-    8 broadcasts per k, no spills, no horizontal sums."""
+    """The 8×24 micro-kernel's k loop keeps its 8×NV accumulators in registers: no spills, every
+    FMA a zmm FMA, NV vector loads and 8 broadcasts per k step — LLVM may unroll k (the count is
+    then a multiple: 48 FMAs for two k steps on znver5), so the test states the ratios, not one
+    schedule."""
     from labkit import inspect as lk
     Zp, _ = panels.as_panels(np.ones((32, 64)))
     out = np.zeros((32, 32))
@@ -153,10 +157,12 @@ def test_panel_micro_kernel_registers():
     assert not re.search(r"\b(Spill|Reload)\b", asm)
     hot = max(re.split(r"\n\.LBB\S+:", asm), key=lambda b: b.count("vfmadd"))
     fma = re.findall(r"vfmadd\w*pd\s+[^\n]*", hot)
-    assert len(fma) == 8 * panels.NV and all("zmm" in f for f in fma)
+    steps, rest = divmod(len(fma), 8 * panels.NV)       # k steps in one pass of the hot block
+    assert steps >= 1 and rest == 0, len(fma)
+    assert all("zmm" in f for f in fma)
     loads = len(re.findall(r"vmov[au]pd\s+\(", hot)) + sum("{1to8}" not in f and "(" in f for f in fma)
     broadcasts = len(re.findall(r"vbroadcastsd\s+", hot)) + sum("{1to8}" in f for f in fma)
-    assert (loads, broadcasts) == (panels.NV, 8)
+    assert (loads, broadcasts) == (steps * panels.NV, steps * 8)
     # the last k-block's stores: the 8×24 block and its transpose, 512-bit, non-temporal when
     # aligned (plain stores otherwise), no scalar stores of single cells
     assert len(re.findall(r"vmovntpd\s+%zmm", asm)) >= 2 * 8 * panels.NV
