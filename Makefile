@@ -9,7 +9,7 @@ DIR     ?= submissions
 NB      ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
-.PHONY: lab test test-arm64 install warm solutions notebooks book bench grade nbgrader doctor clean
+.PHONY: lab test test-hosts test-arm64 install warm solutions notebooks book bench grade nbgrader doctor clean
 
 install: $(STAMP)
 
@@ -35,6 +35,12 @@ test: install
 	$(BIN)/python tools/ensure_browser.py || true
 	$(BIN)/python -m labkit.grade.sandbox --ensure
 	$(BIN)/python -m pytest
+
+# the x86 host matrix: ISA-sensitive tests (+ the five solutions graded) with numba targeting an
+# AVX2 laptop, an AVX-512 core preferring 256-bit, Zen 4 and the host (tools/hosts/matrix.py)
+test-hosts: install
+	$(BIN)/python -m labkit.grade.sandbox --ensure
+	$(BIN)/python tools/hosts/matrix.py
 
 # ISA-sensitive tests on an emulated AArch64 (qemu user mode; root; cached in .cache/arm64)
 test-arm64: install

@@ -148,3 +148,32 @@ def test_host_target_is_not_overridden():
         assert not t.overridden and t.cpu == t.host_cpu and t.executable
         assert t.features == t.host_features
         assert "targeting the host" in t.describe()
+
+
+MATRIX = ("haswell", "alderlake", "icelake-server", "sapphirerapids", "znver4", "znver5")
+
+
+@pytest.mark.parametrize("cpu", [os.environ["LABKIT_MATRIX_CPU"]] if os.environ.get(
+    "LABKIT_MATRIX_CPU") else MATRIX)
+def test_lab_kernels_compile_for_each_matrix_target(cpu):
+    """Codegen only, for every target of the host matrix (tools/hosts/matrix.py runs it alone for
+    a target this host cannot execute): lesson 00's loop is vectorised no wider than the target's
+    registers, and at their full width when the kernel asks for it as labkit.jit does; lab 04's
+    popcount uses vpopcntq exactly when the target has VPOPCNTDQ."""
+    from labkit import inspect as lk
+    from labkit.epistasis import kernels as ek
+    from labkit.lesson00 import kernels as l0
+
+    feats, unknown = T.probe_features(cpu, "")
+    assert not unknown
+    bits = 512 if "avx512f" in feats else 256 if "avx" in feats else 128
+    x = np.ones(1000)
+    l0.add_arrays(x, x, np.empty_like(x))
+    plain = lk.vector_report(l0.add_arrays, cpu=cpu)
+    assert plain.vectorized and plain.max_width_bits <= bits
+    wide = lk.vector_report(l0.add_arrays, cpu=cpu, prefer_vector_width=512) if bits == 512 else plain
+    assert wide.max_width_bits == bits
+    w = np.arange(64, dtype=np.uint64)
+    ek.popcount_hw(w)
+    asm = lk.compile_for(ek.popcount_hw, cpu)
+    assert ("vpopcntq" in asm) == ("avx512_vpopcntdq" in feats)

@@ -160,7 +160,7 @@ def test_panel_micro_kernel_registers():
     steps, rest = divmod(len(fma), 8 * panels.NV)       # k steps in one pass of the hot block
     assert steps >= 1 and rest == 0, len(fma)
     assert all("zmm" in f for f in fma)
-    loads = len(re.findall(r"vmov[au]pd\s+\(", hot)) + sum("{1to8}" not in f and "(" in f for f in fma)
+    loads = len(re.findall(r"vmov[au]pd\s+-?(?:0x)?\w*\(", hot)) + sum("{1to8}" not in f and "(" in f for f in fma)
     broadcasts = len(re.findall(r"vbroadcastsd\s+", hot)) + sum("{1to8}" in f for f in fma)
     assert (loads, broadcasts) == (steps * panels.NV, steps * 8)
     # the last k-block's stores: the 8×24 block and its transpose, 512-bit, non-temporal when
