@@ -51,6 +51,7 @@ class HardwareInfo:
     sve_bits: int | None = None
     emulated_on: str | None = None
     target_note: str | None = None   # "targeting haswell (…) on a rocketlake host", when they differ
+    host_cpu: str = ""               # LLVM's name for this machine's core (numba_cpu unless overridden)
 
     # -- dict-like access
     def __getitem__(self, key: str) -> Any:
@@ -383,7 +384,7 @@ def build(*, machine: str, system: str = "linux", cpuinfo: str | None = None,
         features=features, flags=frozenset(flags | canon),
         python=platform.python_version(), numpy=numpy.__version__, numba=numba.__version__,
         llvmlite=llvmlite.__version__, numba_cpu=llvm_cpu, numba_cpu_env=env_cpu, numba_threads=threads,
-        arch=arch, system=system, performance_cores=perf, efficiency_cores=eff, l2_shared_by=shared,
+        host_cpu=llvm_cpu, arch=arch, system=system, performance_cores=perf, efficiency_cores=eff, l2_shared_by=shared,
         emulated_on=emulated,
     )
 
