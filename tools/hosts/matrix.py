@@ -36,6 +36,9 @@ TARGETS = (
     ("znver4", "AMD Zen 4: AVX-512, 512-bit code preferred", "full"),
     ("host", "this machine, as numba sees it", "quick"),
 )
+# re-execute the solution notebooks under this target and compare with the committed outputs
+# (host-dependent cells are tagged nbval-ignore-output; the rest must not depend on the target)
+NBVAL = ("haswell",)
 QUICK = ["tests/test_target.py", "tests/test_check_gates.py",
          "tests/test_check.py::test_vectorized_gate_and_lesson00_checks"]
 GRADE = "tests/test_grade_solutions.py"
@@ -85,9 +88,12 @@ def run(only=None, grade=True) -> int:
         ok, described = _executable(cpu)
         if ok:
             full = level == "full" and grade
-            args = (QUICK if level == "quick" else _isa_tests()) + ([GRADE] if full else [])
+            nbval = cpu in NBVAL
+            args = ((QUICK if level == "quick" else _isa_tests()) + ([GRADE] if full else [])
+                    + (["solutions/"] if nbval else []))
             how = ("target and gate tests" if level == "quick" else "ISA tests") + (
-                " + five solutions graded (sandbox, speed enforced)" if full else "")
+                " + five solutions graded (sandbox, speed enforced)" if full else "") + (
+                " + the solutions re-executed against their outputs (nbval)" if nbval else "")
         else:
             args = [CODEGEN]
             how = "codegen only (compile_for): this host cannot run it"
