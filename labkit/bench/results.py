@@ -97,6 +97,19 @@ class BenchResult:
         base = self.baseline if baseline is None else baseline
         return self.time(base) / self.time(name)
 
+    def claim(self, name: str, than: str | None = None):
+        """How `name` compares with `than` (default: the baseline) on this result's repeats →
+        :class:`~labkit.bench.claims.Claim`: "2.3× faster" only when their repeats separate,
+        otherwise a sentence saying this run cannot tell them apart."""
+        from .claims import claim
+        other = self.baseline if than is None else than
+        for n in (name, other):
+            self._row(n)
+            if not self.times.get(n):
+                raise ValueError(f"{n!r} has no per-repeat times in this result (hand-made rows): "
+                                 "a claim needs the measured repeats")
+        return claim(self.times[name], self.times[other], name, other)
+
     def to_dict(self) -> dict:
         """Plain-data copy (JSON-serialisable): label, unit, baseline, repeat, min_time, rows, times."""
         return {
