@@ -40,7 +40,8 @@ from labkit._sizes import resolve_size
 __all__ = [
     "MAX_ORDER", "Encoded", "Inputs", "EpistasisInputs", "SIZES", "encode", "make_inputs",
     "reference", "reference_counts", "reference_mi", "reference_search", "validate", "search",
-    "popcount64", "popcount_table", "popcount_nibble", "popcount_mula", "popcount_hw_scalar",
+    "popcount64", "popcount_table", "popcount_nibble", "popcount_lut_register", "popcount_mula",
+    "popcount_hw_scalar",
     "popcount_hw", "and_popcount", "combine_then_popcount", "combine_popcount",
     "combine_popcount_scalar", "contingency", "contingency_fused", "mi_combinations",
     "mi_branchy", "mi_masked", "mi_table", "mi_batch_branchy", "mi_batch_masked",
@@ -422,8 +423,8 @@ from .kernels import (_HAS_AVX2, _MI_SCALE, _WORD_CHUNK, MAX_ORDER, MULA_KIND,  
                       _mi_combinations, and_popcount, combine_popcount, combine_popcount_scalar,
                       combine_then_popcount, contingency_fused, mi_batch_branchy,
                       mi_batch_masked, mi_batch_table, mi_branchy, mi_masked, mi_table,
-                      nlogn_table, popcount_hw, popcount_hw_scalar, popcount_mula,
-                      popcount_nibble, popcount_table)
+                      nlogn_table, popcount_hw, popcount_hw_scalar, popcount_lut_register,
+                      popcount_mula, popcount_nibble, popcount_table)
 
 
 #: names that live in ``.bench`` / ``.checks``, imported on first use (so ``__init__`` → ``bench``

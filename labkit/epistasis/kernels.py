@@ -1,5 +1,5 @@
-"""Lab 04's kernels by step: popcount of a word array (byte table, nibble/Muła, hardware scalar and
-``<8 x i64>``), fused combine + popcount of a prefix table with one SNP, contingency tables of one
+"""Lab 04's kernels by step: popcount of a word array (byte table, nibble table in memory or in a
+register, Muła, hardware scalar and ``<8 x i64>``), fused combine + popcount of a prefix table with one SNP, contingency tables of one
 combination, mutual information (branchy, masked, n·ln n lookup) one table or a batch at a time.
 
 The depth-first search kernels are in ``dfs.py``. Imports only numpy/numba and labkit tools —
@@ -50,6 +50,27 @@ def popcount_nibble(words):
     for i in range(b.size):
         x = b[i]
         total += _NIBBLE_TABLE[x & 15] + _NIBBLE_TABLE[x >> 4]
+    return total
+
+
+#: sixteen 4-bit entries in one register: entry v (bits 4v … 4v+3) is popcount(v)
+_NIBBLE_LUT64 = np.uint64(sum(bin(v).count("1") << (4 * v) for v in range(16)))
+
+
+@njit(cache=True)
+def popcount_lut_register(words):
+    """Total set bits nibble by nibble from a 16-entry table held in a 64-bit register: entry v is
+    read with a variable shift, which LLVM vectorises (``vpsrlvq``) — Muła's idea without a
+    shuffle instruction, and lab 04 exercise 3's technique (no ``ctpop``)."""
+    lut = _NIBBLE_LUT64
+    total = np.uint64(0)
+    for i in range(words.size):
+        x = words[i]
+        s = np.uint64(0)
+        for k in range(16):
+            v = (x >> np.uint64(4 * k)) & np.uint64(15)
+            s += (lut >> (v << np.uint64(2))) & np.uint64(15)
+        total += s
     return total
 
 

@@ -13,8 +13,8 @@ from numba import njit
 from labkit import epistasis as ep
 from labkit.epistasis import checks as _checks  # noqa: F401 - registers check.popcount, …
 
-POPCOUNTS = [ep.popcount_table, ep.popcount_nibble, ep.popcount_mula, ep.popcount_hw_scalar,
-             ep.popcount_hw]
+POPCOUNTS = [ep.popcount_table, ep.popcount_nibble, ep.popcount_lut_register, ep.popcount_mula,
+             ep.popcount_hw_scalar, ep.popcount_hw]
 
 
 @pytest.fixture(scope="module")
