@@ -153,9 +153,11 @@ hints.define(
     "one element = one multiply (independent of the others) and one add into the single "
     "accumulator; which of the two can only start when the previous element's one has finished?",
     "the additions form one dependency chain, so each element costs one add *latency* (not its "
-    "throughput). Find your core's name in hardware.info().numba_cpu and look up the latency of "
-    "a double-precision add (addsd / fadd d) for it.",
-    "latency tables (uops.info, Agner Fog; the vendors' optimisation manuals): Skylake … Ice "
+    "throughput). Find your core's name in hardware.info().host_cpu (the core that runs the "
+    "code; numba_cpu is what numba compiles for) and look up the latency of a double-precision "
+    "add (addsd / fadd d) for it.",
+    "latency tables (uops.info, Agner Fog; the vendors' optimisation manuals): Haswell and "
+    "Broadwell 3 cycles; Skylake … Ice "
     "Lake / Tiger Lake 4 cycles; Golden Cove and later Intel cores (Alder Lake, Sapphire / "
     "Emerald Rapids) 2 (their fast adders); AMD Zen 1–4 3, Zen 5 2; Apple M1–M4 3; Neoverse "
     "N1/V1/V2 2. Return that number.")
