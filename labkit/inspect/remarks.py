@@ -55,8 +55,9 @@ EXPLANATIONS: list[tuple[str, str, str]] = [
     ("early exit",
      "The loop can stop early (break/return, a while condition on data, or an exception such as "
      "ZeroDivisionError or IndexError raised inside it).",
-     "Remove the break (compute a mask and reduce it), use error_model='numpy' for divisions, "
-     "check bounds before the loop."),
+     "Remove every way out of the loop: a break (compute a mask and reduce it), an exception "
+     "numba adds for you (which operation in the loop could raise?), an index that may fall "
+     "outside the array (check the bounds before the loop)."),
     ("could not determine number of loop iterations",
      "The trip count is not known when the loop starts (a while loop, or a bound changed inside).",
      "Use `for i in range(n)` with n fixed before the loop."),

@@ -144,8 +144,8 @@ hints.define(
     "stop a numba loop, although it never does here?",
     "numba keeps Python's semantics: every float division checks for a zero divisor and may "
     "raise ZeroDivisionError, which leaves the loop. LLVM cannot prove that 1 + |x| is never "
-    "zero. Either tell numba not to raise (the remark's fix), or make the raise unreachable in a "
-    "way LLVM can see.",
+    "zero. Either tell numba not to raise (an option of @njit: its error model), or make the "
+    "raise unreachable in a way LLVM can see.",
     "@njit(error_model='numpy') on the function, or in the loop: d = 1.0 + abs(x[i]); "
     "out[i] = x[i] / d if d != 0.0 else 0.0 (a select LLVM can vectorise).")
 hints.define(
