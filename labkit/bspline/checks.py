@@ -36,7 +36,7 @@ def _soa_case(r, grid, N, dtype=np.float64):
 @exercise("soa_inner_loop", points=2, answers=("labkit.bspline.kernels:vgh_soa",
                                                "labkit.bspline.kernels:vgh_soa_blocked",
                                                "labkit.bspline.kernels:vgh_aosoa",
-                                               "labkit.bspline:evaluate_vgh"))
+                                               "labkit.bspline:evaluate_vgh"), outputs=(3,))
 def check_soa_inner_loop(student):
     """``student(coefs, idx, pref, out)`` fills the SoA streams ``out (10, ≥N)`` like ``vgh_soa``;
     compiled, vectorised at the host's native width, with FMAs, ≥ 1.5× the AoS kernel."""
@@ -142,7 +142,7 @@ def _tile_case(r, grid, N, Nb):
     return to_aosoa(coefs, Nb), coefs, idx[0], pref[0]
 
 
-@exercise("aosoa_driver", points=2, answers=_TILE_ANSWERS)
+@exercise("aosoa_driver", points=2, answers=_TILE_ANSWERS, outputs=(4,))
 def check_aosoa_driver(student):
     """``student(tcoefs, n, idx, pref, out)`` fills ``out[:, :n]`` (SoA, 10 streams) from the
     AoSoA tiles ``tcoefs (M, nx, ny, nz, Nb)`` at one position; right on ragged last tiles and
@@ -264,7 +264,7 @@ def _no_nested_prange(student) -> None:
                         "threads — make positions × tiles one prange")
 
 
-@exercise("flat_tiles", points=2, answers=_TILE_ANSWERS)
+@exercise("flat_tiles", points=2, answers=_TILE_ANSWERS, outputs=(3,))
 def check_flat_tiles(student):
     """``student(tcoefs, idx, pref, out)`` fills ``out (P, M, 10, ≥Nb)`` with every position ×
     tile (like ``_batch_tiles``), in one parallel loop (no prange inside a prange); on 2 threads

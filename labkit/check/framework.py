@@ -86,9 +86,10 @@ class Exercise:
     """A registered check: call it with the student's function to get a :class:`CheckResult`."""
 
     def __init__(self, name: str, points: float, body: Callable, module: str,
-                 answers: tuple[str, ...] = ()):
+                 answers: tuple[str, ...] = (), outputs: tuple[int, ...] = ()):
         self.name, self.points, self.body, self.module = name, points, body, module
         self.answers = tuple(answers)
+        self.outputs = tuple(outputs)
         self.__doc__ = body.__doc__
         self.__name__ = name
 
@@ -151,6 +152,7 @@ def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
                                f"expected your function, got {type(student).__name__}")
         with _quiet():
             guard = ctx.guard = Guard(student, ex.answers, name=ex.name)
+            _own_inputs(guard, getattr(ex, "outputs", ()))
             guard.static_checks()
             extra = ex.body(guard, *args, **kwargs)
             guard.verify()
@@ -183,6 +185,36 @@ def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
     return CheckResult(name=ex.name, passed=passed, points=ex.points if passed else 0.0,
                        max_points=ex.points, verdict=verdict, message=short(message),
                        details=_plain(ctx.details))
+
+
+def _own_inputs(guard, outputs) -> None:
+    """Make ``guard``'s calls hand the student copies of the check's arrays (outputs passed
+    through) and end the check with ``wrong`` — "changed its input <name>: …" — when a copy
+    comes back changed (:mod:`labkit.check.inputs`). The check's own arrays stay pristine, so
+    a reference computed from them, before or after the call, is the true one."""
+    from . import inputs
+    call = guard.__call__
+    outputs = tuple(outputs)
+    guard.outputs = outputs
+
+    class _Owned(type(guard)):
+        def __call__(self, *args, **kwargs):
+            given = inputs.hand_over(args, outputs)
+            kw = {k: inputs.own_copy(v) for k, v in kwargs.items()}
+            out = call(*given, **kw)
+            msg = inputs.changed_input(args, given, outputs,
+                                       inputs.arg_names(self, len(args)))
+            if msg is None:
+                for k, v in kwargs.items():
+                    msg = inputs.changed_input((v,), (kw[k],), (), [k])
+                    if msg:
+                        break
+            if msg is not None:
+                raise CheckFailure("wrong", msg)
+            return out
+
+    _Owned.__name__ = type(guard).__name__
+    guard.__class__ = _Owned
 
 
 def _not_numba(e: BaseException, student) -> bool:
@@ -268,12 +300,18 @@ def _record(result: CheckResult) -> None:
 
 
 # ---------------------------------------------------------------- registry
-def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = ()
-             ) -> Callable[[Callable], Exercise]:
+def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = (),
+             outputs: tuple[int, ...] = ()) -> Callable[[Callable], Exercise]:
     """Decorator registering a check body ``body(student) -> str | None`` as ``check.<name>``.
 
     ``answers``: labkit's own kernels for this exercise, as ``"module:attribute"`` strings —
-    a student function that is, wraps or calls one of them gets ``uses labkit's answer``."""
+    a student function that is, wraps or calls one of them gets ``uses labkit's answer``.
+
+    ``outputs``: positions of the arguments the student's function writes into (``out``).
+    Every other array argument is an input: the student gets a copy, and a changed copy ends
+    the check with ``wrong`` ("changed its input <name>: …")."""
+    if not all(isinstance(i, int) and i >= 0 for i in outputs):
+        raise ValueError(f"outputs are argument positions (ints ≥ 0), got {outputs!r}")
     if not name.isidentifier():
         raise ValueError(f"exercise name {name!r} must be a Python identifier")
     for a in answers:
@@ -281,7 +319,7 @@ def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = ()
             raise ValueError(f"answers entries are 'module:attribute' strings, got {a!r}")
 
     def deco(body: Callable) -> Exercise:
-        ex = Exercise(name, points, body, body.__module__, answers)
+        ex = Exercise(name, points, body, body.__module__, answers, outputs)
         old = _REGISTRY.get(name)
         if old is not None and old.module != ex.module:
             raise ValueError(f"exercise {name!r} is registered by both {old.module} and {ex.module}")

@@ -12,6 +12,8 @@ student code runs in the worker.
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from time import perf_counter as _wall
 from time import process_time as _clock
 from typing import Callable
@@ -19,6 +21,8 @@ from typing import Callable
 from .framework import current, note, speed_enforced
 from .guard import Guard, unwrap
 from .result import CheckFailure
+from . import inputs as _inputs
+from labkit._common import mismatch as _mismatch
 
 __all__ = ["speed_gate", "measure_ratio", "Measurement"]
 
@@ -53,14 +57,112 @@ def _median_interval(xs: list[float], z: float = 1.645) -> tuple[float, float]:
 
 
 def _time(fn, args, loops: int) -> float:
+    if isinstance(fn, _Student):
+        return fn.time(loops)
+    res = [None] * loops            # kept like the student's results: the same work per call
     t0 = _clock()
-    for _ in range(loops):
-        fn(*args)
+    for k in range(loops):
+        res[k] = fn(*args)
     return (_clock() - t0) / loops
 
 
+class _Student:
+    """The student's side of a timing: its own copies of the inputs, the outputs refilled
+    before every sample (outside the timed loop), and after every sample the inputs compared
+    byte for byte with the check's pristine arrays and the result of every timed call (and
+    the outputs' contents) with the result of a first, untimed call on pristine inputs. A
+    kernel that keeps its result in its input to return it on the next call, or that answers
+    differently when called again, fails (``wrong``) instead of looking fast."""
+
+    def __init__(self, fn, pristine: tuple, outputs=(), names=None):
+        self.fn, self.pristine, self.outputs = fn, tuple(pristine), tuple(outputs)
+        self.names = names or _inputs.arg_names(fn, len(self.pristine))
+        self.args = _inputs.hand_over(self.pristine, self.outputs)
+        self.args = tuple(_inputs.own_copy(a) if i in self.outputs else a
+                          for i, a in enumerate(self.args))
+        self.fresh = {i: _inputs.own_copy(self.args[i]) for i in self.outputs
+                      if i < len(self.args)}
+        first = fn(*self.args)
+        self._inputs_unchanged("its first call")
+        self.expected = first.copy() if isinstance(first, np.ndarray) else _inputs.own_copy(first)
+        self.expected_out = {i: _inputs.own_copy(self.args[i]) for i in self.fresh}
+
+    def __call__(self, *args):
+        return self.fn(*self.args)
+
+    def _inputs_unchanged(self, when: str) -> None:
+        msg = _inputs.changed_input(self.pristine, self.args, self.outputs, self.names)
+        if msg is not None:
+            raise CheckFailure("wrong", f"{msg} (seen after {when} in the speed measurement)")
+
+    def time(self, loops: int) -> float:
+        fn, args = self.fn, self.args
+        for i, v in self.fresh.items():          # outputs as the check handed them over
+            _inputs.restore((v,), (args[i],))
+        res = [None] * loops
+        t0 = _clock()
+        for k in range(loops):
+            res[k] = fn(*args)
+        t = (_clock() - t0) / loops
+        self._inputs_unchanged("the timed calls")
+        self._results_same(res)
+        return t
+
+    def _results_same(self, res: list) -> None:
+        exp = self.expected
+        for i, v in self.expected_out.items():
+            msg = _same(self.args[i], v, self.names[i])
+            if msg:
+                raise CheckFailure("wrong", f"the timed calls left other values in "
+                                            f"{self.names[i]} than the first call: {msg}")
+        if res and isinstance(exp, (int, float, complex, np.number, np.bool_)):
+            try:
+                got = np.asarray(res)
+            except Exception:  # noqa: BLE001 - mixed types: compared one by one below
+                got = None
+            if got is not None and got.dtype != object:
+                msg = _same(got, np.full(got.shape, exp), "result")
+                if msg:
+                    raise CheckFailure("wrong", "a timed call returned another result than the "
+                                                f"first call on the same inputs: {msg}")
+                return
+        seen = set()
+        for r in res:
+            if id(r) in seen:
+                continue
+            seen.add(id(r))
+            msg = _same(r, exp, "result")
+            if msg:
+                raise CheckFailure("wrong", "a timed call returned another result than the "
+                                            f"first call on the same inputs: {msg}")
+
+
+def _same(got, exp, name: str) -> str | None:
+    """``None`` when a timed call's result equals the first call's (to rounding: a parallel
+    reduction may add in another order), else the difference."""
+    if exp is None or got is None:
+        return None if got is exp else f"{name} is {got!r}, the first call gave {exp!r}"
+    if isinstance(exp, tuple):
+        if not isinstance(got, tuple) or len(got) != len(exp):
+            return f"{name} is a {type(got).__name__}, the first call gave a tuple"
+        for k, (g, e) in enumerate(zip(got, exp)):
+            msg = _same(g, e, f"{name}[{k}]")
+            if msg:
+                return msg
+        return None
+    try:
+        e = np.asarray(exp)
+        scale = float(np.max(np.abs(e))) if e.size and e.dtype.kind in "fc" else 1.0
+        if not np.isfinite(scale):
+            scale = 1.0
+        return _mismatch(got, exp, name=name, rtol=1e-9, atol=1e-12 * scale)
+    except Exception:  # noqa: BLE001 - an object numpy cannot compare
+        return None if got == exp else f"{name} differs from the first call's"
+
+
 def _loops_for(fn, args, min_time: float) -> int:
-    fn(*args)                       # compile / warm caches
+    if not isinstance(fn, _Student):
+        fn(*args)                   # compile / warm caches (the student's first call was made)
     t = _time(fn, args, 1)
     if t <= 0:
         t = 1e-7
@@ -75,6 +177,8 @@ def measure_ratio(student: Callable, reference: Callable, args, *, student_args=
                   rounds: int = 7, min_time: float = 0.01, loops=None) -> tuple[Measurement, tuple]:
     """Interleaved (ABBA) rounds: ratio = reference time / student time per round."""
     sargs = args if student_args is None else student_args
+    if not isinstance(student, _Student):
+        student = _Student(student, sargs)
     if loops is None:
         loops = (_loops_for(reference, args, min_time), _loops_for(student, sargs, min_time))
     lr, ls = loops
@@ -128,7 +232,7 @@ def _describe(ratio: float, vs: str) -> str:
 def speed_gate(student: Callable, reference: Callable, args, *, need: float,
                vs: str = "labkit's kernel", repeat: int = 9, min_time: float = 0.01,
                student_args=None, max_rounds: int = 35, answer: Callable | None = None,
-               answer_args=None) -> float:
+               answer_args=None, outputs=None) -> float:
     """Time ``student`` against ``reference`` (same moment, interleaved) and require
     ``ratio ≥ need`` with confidence; returns the median ratio and notes it in the message.
 
@@ -141,7 +245,15 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     student's arguments). A student below ``need`` is measured again beside it; when the
     answer itself does not clear ``need`` in those rounds (the machine is loaded, throttled or
     cannot show the whole effect), the student is judged against the answer instead: passed at
-    ≥ ``ANSWER_SHARE`` of its speed. An honest solution never loses points to the machine."""
+    ≥ ``ANSWER_SHARE`` of its speed — but only when the answer itself beats ``reference`` in
+    those rounds (its interval above 1×); an answer no faster than the baseline proves nothing
+    about the technique, and the verdict is then ``inconclusive``, never ``passed``. An honest
+    solution never loses points to the machine.
+
+    The student is timed on its own copies of ``student_args`` (``outputs``: positions of the
+    arrays it writes, default the exercise's ``outputs=``), refilled outside the timed loop;
+    after every sample its inputs must still equal the check's byte for byte and every timed
+    call's result the first call's (:class:`_Student`), else ``wrong``."""
     guard = student if isinstance(student, Guard) else None
     raw = unwrap(student)
     from .proxy import is_proxy
@@ -153,6 +265,12 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     if guard is not None:
         guard.snapshot.extend()
         guard.precompile(sargs)
+    if outputs is None:
+        outputs = getattr(guard, "outputs", None)
+        ctx0 = current()
+        if outputs is None and ctx0 is not None and ctx0.exercise is not None:
+            outputs = getattr(ctx0.exercise, "outputs", ())
+    outputs = tuple(outputs or ())
     t0 = _wall()
     reference(*args)               # compile labkit's kernel before any tracer is installed
     enforce = speed_enforced()
@@ -166,8 +284,11 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
         guard.verify()
         return out
 
+    names = _inputs.arg_names(raw, len(sargs))
+    timed = guarded(_Student, raw, sargs, outputs, names)   # its first call: under the tracer
+
     def measure(n, loops=None):
-        return guarded(measure_ratio, raw, reference, args, student_args=sargs, rounds=n,
+        return guarded(measure_ratio, timed, reference, args, student_args=sargs, rounds=n,
                        min_time=min_time, loops=loops)
 
     m, loops = measure(rounds)
@@ -180,7 +301,7 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     if enforce and answer is not None and m.low < need:
         aargs = sargs if answer_args is None else answer_args
         loops3 = loops + (_loops_for(answer, aargs, min_time),)
-        ms, ma = guarded(measure_beside, raw, answer, reference, args, sargs, aargs,
+        ms, ma = guarded(measure_beside, timed, answer, reference, args, sargs, aargs,
                          max(rounds, 9), loops3)
         all_ratios += ms.ratios
         m = Measurement(all_ratios)
@@ -202,9 +323,16 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
                 f"did not clear it either in the same rounds ({ma.ratio:.2f}×, interval "
                 f"[{ma.low:.2f}, {ma.high:.2f}]: this machine cannot show the whole effect right "
                 f"now, loaded or throttled): yours runs at {share:.0%} of the answer's speed")
-        if share >= ANSWER_SHARE:
+        if share >= ANSWER_SHARE and ma.low > 1.0:
             note(said)
             return ratio
+        if share >= ANSWER_SHARE:
+            raise CheckFailure("inconclusive",
+                               f"{text} {interval}, below the {need:g}× target — and labkit's "
+                               f"own answer was not faster than {vs} in the same rounds "
+                               f"({ma.ratio:.2f}×, interval [{ma.low:.2f}, {ma.high:.2f}]): "
+                               "here it cannot show the technique's effect, so matching it "
+                               "proves nothing; run the check again on a quieter machine")
         raise CheckFailure(_verdict(ratio, need),
                            f"{said}, need ≥ {ANSWER_SHARE:.0%} of it")
     if not enforce:

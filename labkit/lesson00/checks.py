@@ -23,8 +23,9 @@ def check_colsum(student):
     ≥ 2× the naive kernel."""
     g = rng()
     for a in _as_2d_args(g):
+        exp = colsum_reference(a)           # bound before the call (the student gets a copy)
         got = student(a)
-        msg = mismatch(got, colsum_reference(a), name="out", rtol=1e-12, atol=1e-12)
+        msg = mismatch(got, exp, name="out", rtol=1e-12, atol=1e-12)
         assert msg is None, f"{msg} (input {a.shape[0]}×{a.shape[1]})"
     a = g.random((600, 600))
     vectorized_gate(student, (a,))
@@ -45,10 +46,10 @@ def check_dot_partials(student):
     lengths = [0, 1, 7, 8, 9, int(g.integers(100, 1000))]
     for n in lengths:
         x, y = g.random(n), g.random(n)
+        exp = float(np.dot(x, y)) if n else 0.0    # bound before the call
         got = student(x, y)
         if not isinstance(got, (float, np.floating)):
             raise CheckFailure("wrong", f"returned {type(got).__name__}, expected a float")
-        exp = float(np.dot(x, y)) if n else 0.0
         msg = mismatch(got, exp, name=f"dot(length {n})", rtol=1e-10, atol=1e-12)
         assert msg is None, msg
     # 2048 elements: x and y (32 KiB) stay in L1, where the add latency is what limits
@@ -62,7 +63,8 @@ def check_dot_partials(student):
     return f"correct for lengths {', '.join(map(str, lengths))}"
 
 
-@exercise("softsign", points=2, answers=("labkit.lesson00.kernels:softsign_numpy_errors",))
+@exercise("softsign", points=2, answers=("labkit.lesson00.kernels:softsign_numpy_errors",),
+          outputs=(1,))
 def check_softsign(student):
     """x / (1 + |x|) to rounding for any length, in out (returned), and the loop vectorised at the
     host's native width: what LLVM refused in ``softsign_checked`` it now accepts."""
@@ -71,8 +73,9 @@ def check_softsign(student):
     for n in lengths:
         x = g.standard_normal(n) * 10.0
         out = np.full(n, np.nan)
+        exp = softsign_reference(x)          # bound before the call
         got = student(x, out)
-        msg = mismatch(got, softsign_reference(x), name="out", rtol=1e-12, atol=1e-300)
+        msg = mismatch(got, exp, name="out", rtol=1e-12, atol=1e-300)
         assert msg is None, f"{msg} (length {n})"
         if n and not np.array_equal(out, np.asarray(got)):
             raise CheckFailure("wrong", "softsign must fill out and return it; out holds "

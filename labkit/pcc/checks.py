@@ -189,7 +189,7 @@ def _tile_order(student, args, J0, J1) -> None:
     note(f"tiles {J0} … {J1 - 1} visited in id order")
 
 
-@exercise("tile_loop", points=3, answers=_TILE_ANSWERS)
+@exercise("tile_loop", points=3, answers=_TILE_ANSWERS, outputs=(4,))
 def check_tile_loop(student):
     """tile_range(Z, tile, J0, J1, R) fills R[y, x], y ≤ x, of the tiles J0 … J1−1 and nothing
     else: exact on random ranges, tiles traced in id order through tile_coords, @njit, no BLAS."""
@@ -290,7 +290,7 @@ def register_block_gate(fn, signature) -> float:
     return ratio
 
 
-@exercise("block4x4", points=3, answers=_TILE_ANSWERS4)
+@exercise("block4x4", points=3, answers=_TILE_ANSWERS4, outputs=(3,))
 def check_block4x4(student):
     """block4x4(Z, i, j, out) → out[r, c] = <Z[i+r], Z[j+c]> for r, c < 4: exact for any l,
     @njit, vectorised at the host's width, FMAs in the hot loop with ≥ 1.5 FMAs per vector load
@@ -301,8 +301,9 @@ def check_block4x4(student):
         Z = g.normal(size=(12, l))
         for i, j in ((0, 4), (4, 4), (8, 0), (2, 5)):
             out = np.full((4, 4), np.nan)
+            exp = Z[i:i + 4] @ Z[j:j + 4].T      # bound before the call
             student(Z, i, j, out)
-            msg = mismatch(out, Z[i:i + 4] @ Z[j:j + 4].T, name="out", rtol=1e-10, atol=1e-12)
+            msg = mismatch(out, exp, name="out", rtol=1e-10, atol=1e-12)
             assert msg is None, f"l={l}, i={i}, j={j}: {msg}"
     require_njit(student, "technique missing")
     Z = g.normal(size=(8, KBLOCK))
