@@ -9,7 +9,7 @@ DIR     ?= submissions
 NB      ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
-.PHONY: lab test test-hosts test-arm64 install warm solutions notebooks book bench grade nbgrader doctor clean
+.PHONY: lab test test-hosts test-load test-arm64 install warm solutions notebooks book bench grade nbgrader doctor clean
 
 install: $(STAMP)
 
@@ -41,6 +41,10 @@ test: install
 test-hosts: install
 	$(BIN)/python -m labkit.grade.sandbox --ensure
 	$(BIN)/python tools/hosts/matrix.py
+
+# the solutions executed (nbval, checks strict) while another process keeps one core busy
+test-load: install
+	$(BIN)/python tools/load_test.py
 
 # ISA-sensitive tests on an emulated AArch64 (qemu user mode; root; cached in .cache/arm64)
 test-arm64: install

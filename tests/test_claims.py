@@ -138,8 +138,6 @@ def _hand_built_directions(src: str):
 ALLOWED = {
     ("02_bspline", "But they leave **L1**"): "a prediction from the cache sizes, made before measuring",
     ("02_bspline", "The registers are"): "'can lower the clock' is a fact about zmm licences, not a timing",
-    ("02_bspline", "faster above"): "marginal rates from single medians (to convert: issue 41)",
-    ("02_bspline", "the others are slower"): "tile sweep judged by a 10 % band (to convert: issue 41)",
     ("01_alignment", "slower faster"): "our scalar time against the paper's, measured on another machine",
 }
 

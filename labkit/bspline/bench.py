@@ -361,19 +361,23 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
 
 # ----------------------------------------------------------------------------- timing helpers (notebook, checks)
 def time_interleaved(funcs: dict, *, clock: str = "cpu", repeat: int = 3,
-                     min_time: float = 0.03, stat: str = "median") -> dict:
+                     min_time: float = 0.03, stat: str = "median", samples: bool = False) -> dict:
     """Seconds per call of each zero-argument callable, repeats interleaved (a, b, a, b…), as a
     dict with the same keys (any hashable: tile sizes, thread counts). ``clock="cpu"`` counts
     this process's CPU time — for ONE thread on a shared machine it excludes the time other
     jobs held the core; ``clock="wall"`` is elapsed time (use it for several threads, whose CPU
     times add up). ``stat="min"`` keeps the best repeat — on a busy machine, the one where all
-    our threads had a core — instead of the median. A thin layer over ``labkit.bench.compare``."""
+    our threads had a core — instead of the median. ``samples=True`` gives each key the list of
+    its repeats' seconds instead (for :func:`labkit.bench.claim`). A thin layer over
+    ``labkit.bench.compare``."""
     if stat not in ("median", "min"):                   # (bench.compare checks the clock)
         raise ValueError(f"stat must be 'median' or 'min', got {stat!r}")
     names = {f"{k!r}": k for k in funcs}
     res = bench.compare({n: funcs[k] for n, k in names.items()}, (), clock=clock,
                         stat="best" if stat == "min" else "median", repeat=repeat,
                         min_time=min_time)
+    if samples:
+        return {k: list(res.times[n]) for n, k in names.items()}
     return {k: res.time(n) for n, k in names.items()}
 
 
@@ -422,15 +426,18 @@ def ndbspline_chunk_sweep(inputs: BsplineInputs, chunks=(1, 2, 4, 8, 16, 32, 64,
 
 def tile_sweep(inputs: BsplineInputs, tiles=(16, 32, 64, 128, 256, 512), threads: int = 1,
                repeat: int = 3, min_time: float = 0.03, walker: bool = False,
-               clock: str | None = None) -> dict:
+               clock: str | None = None, samples: bool = False) -> dict:
     """Throughput (VGH/s) of AoSoA for each tile size (and SoA as ``"soa"``) on ``inputs``,
-    timed interleaved; CPU time for one thread, wall time for more (see time_interleaved)."""
+    timed interleaved; CPU time for one thread, wall time for more (see time_interleaved).
+    ``samples=True``: an array of each repeat's throughput per key instead of the median's."""
     funcs = {"soa": Workload(inputs, "soa", threads=threads, walker=walker)}
     for t in tiles:
         if 1 <= t <= inputs.n:
             funcs[int(t)] = Workload(inputs, "aosoa", tile=int(t), threads=threads, walker=walker)
     clock = clock or ("cpu" if threads == 1 else "wall")
-    secs = time_interleaved(funcs, clock=clock, repeat=repeat, min_time=min_time)
+    secs = time_interleaved(funcs, clock=clock, repeat=repeat, min_time=min_time, samples=samples)
+    if samples:
+        return {k: funcs[k].work / np.asarray(v) for k, v in secs.items()}
     return {k: funcs[k].work / v for k, v in secs.items()}
 
 

@@ -406,6 +406,10 @@ def test_time_interleaved_and_sweeps():
         bs.time_interleaved({"a": bs.Workload(x, "soa")}, clock="gpu")
     sweep = bs.tile_sweep(x, tiles=(16, 64, 128), repeat=1, min_time=0.0)
     assert set(sweep) == {"soa", 16, 64}              # tiles larger than N are skipped
+    rounds = bs.tile_sweep(x, tiles=(16,), repeat=3, min_time=0.0, samples=True)
+    assert set(rounds) == {"soa", 16} and all(len(v) == 3 and (v > 0).all() for v in rounds.values())
+    per = bs.time_interleaved({"a": bs.Workload(x, "soa")}, repeat=2, min_time=0.0, samples=True)
+    assert len(per["a"]) == 2                          # one entry per repeat, for bench.claim
     lay = bs.layout_throughputs(x, tile=16, repeat=1, min_time=0.0)
     assert set(lay) == {"aos", "soa", "aosoa Nb=16"}
 
