@@ -183,3 +183,38 @@ def test_int16_limit_bounds():
     assert int16_limit() == 5461 == 32767 // 6
     # with a tiny match score the negative side (gaps) binds first
     assert int16_limit(Scoring(match=1, mismatch=-1, gap_open=-11, gap_extend=-10)) < 32767
+
+
+# ---------------------------------------------------------------- issue 33: inputs untouched
+RAGGED = """
+@njit
+def my_ragged(flat, offsets, lanes):
+    n = offsets.size - 1
+    L = 0
+    for p in range(n):
+        L = max(L, offsets[p + 1] - offsets[p])
+    w = -(-n // lanes) * lanes
+    T = np.zeros((L, w), np.uint8)
+    lens = np.zeros(w, np.int64)
+    for p in range(n):
+        o = offsets[p]
+        m = offsets[p + 1] - o
+        lens[p] = m
+        for i in range(m):
+            T[i, p] = flat[o + i]
+    {spoil}
+    return T, lens
+"""
+
+
+@pytest.mark.parametrize("spoil, arg", [("flat[:] = 0", "flat"),
+                                        ("offsets[1:] = offsets[1:] - offsets[:-1]", "offsets")])
+def test_ragged_transpose_that_changes_its_input_is_wrong(spoil, arg):
+    r = _run("ragged_transpose", RAGGED.format(spoil=spoil), "my_ragged")
+    assert r.verdict == "wrong" and r.points == 0, r
+    assert f"changed its input {arg}" in r.message, r.message
+
+
+def test_ragged_transpose_that_leaves_its_input_alone_passes():
+    r = _run("ragged_transpose", RAGGED.format(spoil="pass"), "my_ragged")
+    assert r.passed, r

@@ -220,3 +220,44 @@ def test_prefix_reuse_shortcuts_fail(src, verdict, needle):
 def test_search_time_band(body, verdict):
     r = _run("search_time", f"def my_prediction(rate, ranks):\n    {body}\n", "my_prediction")
     assert r.verdict == verdict, str(r)
+
+
+# ---------------------------------------------------------------- issue 33: inputs untouched
+POPCOUNT_ZEROES = """
+@njit
+def my_popcount(words):
+    t = 0
+    for i in range(words.size):
+        w = words[i]
+        while w:
+            w &= w - np.uint64(1)
+            t += 1
+        words[i] = 0                  # 'consumes' its input
+    return t
+"""
+FUSED_IN_PLACE = """
+@njit
+def my_fused(prefix, snp):
+    R, W = prefix.shape
+    out = np.zeros(R * 3, np.int64)
+    for r in range(R):
+        for g in range(3):
+            for w in range(W):
+                x = prefix[r, w] & snp[g, w]
+                c = 0
+                while x:
+                    x &= x - np.uint64(1)
+                    c += 1
+                out[r * 3 + g] += c
+        prefix[r, 0] = 0              # scratch space in the input
+    return out
+"""
+
+
+@pytest.mark.parametrize("name, src, fn, arg", [
+    ("popcount", POPCOUNT_ZEROES, "my_popcount", "words"),
+    ("fused_count", FUSED_IN_PLACE, "my_fused", "prefix")])
+def test_a_kernel_that_changes_its_input_is_wrong(name, src, fn, arg):
+    r = _run(name, src, fn)
+    assert r.verdict == "wrong" and r.points == 0, r
+    assert f"changed its input {arg}" in r.message, r.message
