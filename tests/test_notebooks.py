@@ -239,6 +239,59 @@ def test_student_copy_checks_fail_with_hint(path, tmp_path):
             assert "not implemented" in text, text
             seen += 1
     assert seen >= 2
+    _no_answer_before_it_is_earned(path, nb)
+
+
+def _outputs(cell) -> str:
+    return "".join(o.get("text", "") + "".join(str(v) for v in o.get("data", {}).values())
+                   for o in cell.get("outputs", []))
+
+
+def _answers_of(stem: str) -> list[str]:
+    """Text that would give an exercise's answer away, taken from labkit (the checks' own
+    references), in the forms a cell would print it."""
+    if stem.startswith("03"):
+        from labkit import pcc
+        n = pcc.FLOAT_FIRST_BAD_N
+        return [str(n), f"{n:,}", f"{n:_}".replace("_", " ")]
+    if stem.startswith("02"):
+        from labkit import bspline as bs
+        return [f"{bs.flops_per_eval()} FLOP per"]
+    if stem.startswith("00"):
+        return ["the latency of one addition"]         # the sentence around the measured cycles
+    return []
+
+
+def _no_answer_before_it_is_earned(path, nb):
+    """Run All on an unsolved copy: a cell that reveals an exercise's answer (it asks
+    check.earned(name)) shows only its locked line, and no output holds a graded answer."""
+    guarded = 0
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != "code":
+            continue
+        out = _outputs(c)
+        for name in re.findall(r"check\.earned\(\s*[\"'](\w+)[\"']", c.source):
+            guarded += 1
+            assert check.locked(name, "").split(" shows ")[0] in out and f"check.{name}" in out, (
+                f"{path.name} cell {i} should show its locked line before {name} is solved: {out[:300]!r}")
+        for answer in _answers_of(path.stem):
+            assert answer not in out, f"{path.name} cell {i} shows an answer ({answer!r}) unsolved"
+    if path.stem[:2] in ("00", "02", "03", "04"):
+        assert guarded, f"{path.name}: no cell guards its answer with check.earned"
+
+
+def test_earned_and_locked():
+    from labkit.check import framework
+    from labkit.check.result import CheckResult
+    with pytest.raises(AttributeError, match="no exercise named"):
+        check.earned("no_such_exercise")
+    framework._EARNED.discard("colsum")
+    assert not check.earned("colsum")
+    framework.finish(CheckResult("colsum", True, 1, 1, "passed", "ok"))
+    assert check.earned("colsum")
+    framework.finish(CheckResult("colsum", False, 0, 1, "wrong", "no"))  # a later failure locks it again
+    assert not check.earned("colsum")
+    assert "check.colsum" in check.locked("colsum", "the sums") and "🔒" in check.locked("colsum", "x")
 
 
 TINY = """---

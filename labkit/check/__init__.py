@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from labkit._common import mismatch
 
-from .framework import (Exercise, current, exercise, get, names, note, rng, run, seed,
-                        speed_enforced)
+from .framework import (Exercise, current, earned, exercise, get, locked, names, note, rng,
+                        run, seed, speed_enforced)
 from .gates import (accumulators_gate, fma_gate, lanes_gate, native_bits, native_lanes,
                     no_branch_gate, no_fastmath_gate, not_blas_gate, record_order,
                     require_njit, vectorized_gate)
@@ -48,7 +48,7 @@ __all__ = [
     "seed", "speed_gate", "vectorized_gate", "lanes_gate", "no_branch_gate", "fma_gate",
     "no_fastmath_gate", "accumulators_gate", "not_blas_gate", "record_order", "require_njit",
     "native_bits", "native_lanes", "CheckFailure", "speed_enforced", "note", "get", "current",
-    "restart_worker", "Exercise",
+    "restart_worker", "Exercise", "earned", "locked",
 ]
 
 _note = note

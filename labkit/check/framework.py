@@ -115,9 +115,32 @@ class Exercise:
         return f"<labkit check {self.name!r} ({self.points:g} pt) from {self.module}>"
 
 
+#: exercises whose check passed in this process (this notebook's kernel): see :func:`earned`
+_EARNED: set[str] = set()
+
+
+def earned(name: str) -> bool:
+    """True once ``check.<name>(…)`` has passed in this kernel. A notebook cell that reveals an
+    exercise's answer (a measured latency, a computed n) shows it only then: Run All on an
+    unsolved copy must not print the answer right below its exercise."""
+    get(name)                                   # an unknown exercise name is an error
+    return name in _EARNED
+
+
+def locked(name: str, what: str) -> str:
+    """The one line such a cell shows instead, until :func:`earned` (``name``)."""
+    get(name)
+    return (f"🔒 This cell shows {what} once `check.{name}` has passed in this notebook: "
+            "solve the exercise above, run its check, then run this cell again.")
+
+
 def finish(result: CheckResult, strict: bool = False) -> CheckResult:
     """Name the next hint on a failure, record (``LABKIT_RESULTS``) and apply strict mode
     (``LABKIT_CHECK_STRICT``, nbgrader)."""
+    if result.passed:
+        _EARNED.add(result.name)
+    else:
+        _EARNED.discard(result.name)            # a later failing attempt locks it again
     if not result.passed:
         from labkit import hints
         pointer = hints.pointer(result.name)
