@@ -151,3 +151,15 @@ def test_flat_tiles_speed_judged_against_labkit_at_the_same_moment(monkeypatch):
     r = _run("flat_tiles", FLAT)
     assert r.passed or r.verdict == "inconclusive", str(r)
     assert "labkit's" in r.message, str(r)
+
+
+def test_flat_tiles_that_changes_its_input_while_timed_is_wrong():
+    """Issue 33: only the timing inputs (Nb = 256) are spoilt, after the output is right — the
+    thread-gain measurement gives the student its own copies and compares them after every
+    sample, so the change is seen there and the check's arrays stay the reference's."""
+    spoil = ("@njit\ndef _spoil(t):\n    if t.shape[-1] == 256:\n"
+             "        t[0, 0, 0, 0, 0] = 0.5 * t[0, 0, 0, 0, 0] + 1.0\n"
+             + FLAT + "    _spoil(tcoefs)\n")
+    r = _run("flat_tiles", spoil)
+    assert r.verdict == "wrong" and r.points == 0, str(r)
+    assert "changed its input tcoefs" in r.message and "speed measurement" in r.message, str(r)
