@@ -251,3 +251,25 @@ def test_honest_technique_beside_a_slower_comparator_is_not_passed_either(enforc
 def test_honest_technique_passes_with_fresh_verified_inputs(enforce):
     r = check._t_inputs_speed(two_passes)
     assert r.passed, r
+
+
+@njit
+def colsum_stash(a):                       # right sums; on the timing matrix (600 × 600) it
+    n, m = a.shape                         # keeps them in the last row and returns them again
+    if n >= 600 and a[n - 1, 0] == -1.0 and a[n - 1, 1] == -2.0:
+        return a[n - 2].copy()
+    out = np.zeros(m)
+    for i in range(n):
+        for j in range(m):
+            out[j] += a[i, j]
+    if n >= 600:
+        a[n - 2, :] = out
+        a[n - 1, 0] = -1.0
+        a[n - 1, 1] = -2.0
+    return out
+
+
+def test_colsum_that_stashes_its_result_in_the_timing_input_is_wrong():
+    r = check.run("colsum", colsum_stash)
+    assert r.verdict == "wrong" and r.points == 0, r
+    assert "changed its input a" in r.message and "speed measurement" in r.message, r.message
