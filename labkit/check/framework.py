@@ -219,14 +219,17 @@ def _own_inputs(guard, outputs) -> None:
     call = guard.__call__
     outputs = tuple(outputs)
     guard.outputs = outputs
+    names: dict[int, list[str]] = {}
 
     class _Owned(type(guard)):
         def __call__(self, *args, **kwargs):
             given = inputs.hand_over(args, outputs)
             kw = {k: inputs.own_copy(v) for k, v in kwargs.items()}
             out = call(*given, **kw)
-            msg = inputs.changed_input(args, given, outputs,
-                                       inputs.arg_names(self, len(args)))
+            n = len(args)
+            if n not in names:                  # inspect.signature once per arity, not per call
+                names[n] = inputs.arg_names(self, n)
+            msg = inputs.changed_input(args, given, outputs, names[n])
             if msg is None:
                 for k, v in kwargs.items():
                     msg = inputs.changed_input((v,), (kw[k],), (), [k])
