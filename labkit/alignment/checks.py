@@ -316,9 +316,9 @@ hints.define(
     "H[i, k] = best; F[k] = max(F[k] + ge, best + go); E[i, k] = max(E[i, k] + ge, best + go)")
 hints.define(
     "int16_lanes",
-    "numba follows NumPy's scalar rules: int16 + int16, int16 + a Python int and max() of them "
-    "are int64 — the <N x i64> vectors in lk.llvm_ir(my_align_transposed). Which values in the "
-    "lane loop are i64, and how do you bring each back to int16?",
+    "numba's integer typing widens (NumPy 2 would not): int16 + int16, int16 + a Python int "
+    "and max() of them are int64 — the <N x i64> vectors in lk.llvm_ir(my_align_transposed). "
+    "Which values in the lane loop are i64, and how do you bring each back to int16?",
     "wrap every sum in np.int16(...) (the score, the gap opened from H, each extension); keep "
     "the scores int16 (A.Scoring's fields already are); write each maximum as a conditional "
     "expression on two int16 values instead of max(); re-read the IR until the hot loop shows "
