@@ -9,7 +9,7 @@ DIR     ?= submissions
 NB      ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
-.PHONY: lab test test-hosts test-load test-arm64 install warm solutions notebooks book bench grade nbgrader doctor clean
+.PHONY: lab test test-all test-full test-hosts test-load test-arm64 install warm solutions notebooks book bench grade nbgrader doctor clean
 
 install: $(STAMP)
 
@@ -31,10 +31,27 @@ lab: install
 warm: install
 	$(BIN)/labkit warm --if-needed
 
+# the default tier: every property proven once (CONTRIBUTING.md, "Test tiers"); each test's time
+# goes to build/test-times/default.xml, the slowest are printed at the end
 test: install
 	$(BIN)/python tools/ensure_browser.py || true
 	$(BIN)/python -m labkit.grade.sandbox --ensure
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --junitxml=build/test-times/default.xml
+	@$(BIN)/python tools/test_times.py build/test-times/default.xml
+
+# both tiers in one run (the default tier + the tests marked full)
+test-all: install
+	$(BIN)/python tools/ensure_browser.py || true
+	$(BIN)/python -m labkit.grade.sandbox --ensure
+	$(BIN)/python -m pytest --tier all --junitxml=build/test-times/all.xml
+	@$(BIN)/python tools/test_times.py build/test-times/all.xml
+
+# only the tests marked full: what .ci/run adds after make test, so no test runs twice
+test-full: install
+	$(BIN)/python tools/ensure_browser.py || true
+	$(BIN)/python -m labkit.grade.sandbox --ensure
+	$(BIN)/python -m pytest --tier full --junitxml=build/test-times/full.xml
+	@$(BIN)/python tools/test_times.py build/test-times/full.xml
 
 # the x86 host matrix: ISA-sensitive tests (+ the five solutions graded) with numba targeting an
 # AVX2 laptop, an AVX-512 core preferring 256-bit, Zen 4 and the host (tools/hosts/matrix.py)

@@ -7,6 +7,11 @@
 * nbval runs cells the way a notebook does: with ``store_history=True`` (nbval itself passes
   False). JupyterLab, nbclient (``labkit solutions``) and nbgrader keep the kernel's ``In``
   history, and ``labkit.check`` reads the imports of earlier cells from it.
+* Two tiers (CONTRIBUTING.md, "Test tiers"): ``make test`` runs the default tier, which proves
+  every property once; tests marked ``full`` (a second proof of a property, a wider variant, a
+  whole-course run) run only with ``--tier full`` (those alone: what ``.ci/run`` adds after
+  ``make test``) or ``--tier all`` (``make test-all``: both tiers). ``LABKIT_TEST_TIER`` sets the
+  same.
 """
 import os
 
@@ -29,6 +34,27 @@ def _nbval_stores_history() -> None:
 
 
 _nbval_stores_history()
+
+
+TIERS = ("default", "full", "all")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--tier", choices=TIERS, default=os.environ.get("LABKIT_TEST_TIER", "default"),
+                     help="default: make test's tier; full: only the tests marked full; all: both")
+
+
+def pytest_collection_modifyitems(config, items):
+    tier = config.getoption("--tier")
+    if tier == "all":
+        return
+    keep, drop = [], []
+    for item in items:
+        full = item.get_closest_marker("full") is not None
+        (keep if full == (tier == "full") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def _is_nbval(item) -> bool:

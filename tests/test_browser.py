@@ -518,7 +518,10 @@ class _Phases:
 
 
 # ------------------------------------------------------------------ the tests
-@pytest.mark.parametrize("name", SOLUTIONS or [pytest.param(
+# the default tier drives lesson 00 in JupyterLab; the labs' solutions are executed once by nbval
+# there, and in the browser only in the full tier
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n.startswith("00_") else pytest.mark.full)
+                                  for n in SOLUTIONS] or [pytest.param(
     None, marks=pytest.mark.skip(reason="BROWSER: no solutions/*.ipynb yet"))])
 def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
     """Run All on a solution notebook: no errors, checks pass, a tuner slider re-runs."""
@@ -577,6 +580,7 @@ def _stub_hints(path: Path) -> list[str]:
     return hints
 
 
+@pytest.mark.full       # default tier: test_notebooks runs the student copies' checks headless
 def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
     """Run All on notebooks/00_tools.ipynb: checks fail with 'not implemented' + hint, no errors."""
     path = STUDENT_NB
@@ -694,6 +698,7 @@ def _png_outputs(path: Path) -> int:
                for o in c.get("outputs", []))
 
 
+@pytest.mark.full
 def test_book_landing_page_links_labs_and_student_copies(book_site, book_page):
     """build/book/index.html: a row per lab with its page and its student copy's download."""
     from labkit import registry
@@ -716,6 +721,7 @@ def test_book_landing_page_links_labs_and_student_copies(book_site, book_page):
     assert not page.blocked, f"the landing page fetched from the network: {page.blocked}"
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("lab", [l.notebook for l in __import__("labkit.registry").registry.LABS])
 def test_book_lab_page_renders_figures(lab, book_site, book_page):
     """A lab's page shows its executed outputs: every figure loads (naturalWidth > 0), as many

@@ -12,6 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import pytest
 from test_grade import require_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +24,7 @@ _PREDICTION = {"latency"}      # graded against the clock measured beside it (te
 _KNOWN_SHORT = {e for e in os.environ.get("LABKIT_MATRIX_KNOWN_SHORT", "").split(",") if e}
 
 
+@pytest.mark.full      # the solutions pass their checks strictly in nbval (default tier)
 def test_every_solution_gets_full_points(tmp_path):
     require_sandbox()
     sols = sorted((ROOT / "solutions").glob("0*.ipynb"))

@@ -1,6 +1,7 @@
 """labkit.bspline: evaluate_vgh's canonical outputs come from a reused block only when nothing
 references the previous result any more (layouts.canonical_outputs)."""
 import numpy as np
+import pytest
 
 from labkit import bspline as bs
 from labkit.bspline import layouts
@@ -113,6 +114,7 @@ def test_grouped_vector_write_is_the_default_where_n_allows_it():
             bs.validate(bs.evaluate_vgh(x, x.positions[:1]), tuple(r[:1] for r in ref), rtol=rtol)
 
 
+@pytest.mark.full      # the host matrix re-executes the solutions as haswell (make test-hosts)
 def test_streamed_write_compiles_and_agrees_for_avx2(tmp_path):
     # AVX2 laptops: the <8 x double> transpose and its non-temporal stores lowered to ymm
     import os

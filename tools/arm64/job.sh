@@ -222,7 +222,7 @@ subset() { grep -vE '^[[:space:]]*(#|$)' "$HERE/tests-$1.txt"; }
 SLOW="--deselect=tests/test_arm64.py::test_epistasis_entry_point_small"
 
 run_target() {  # run_target neon|sve -> pytest exit code
-    local t=$1 envs=(PYTHONPATH=/labkit LABKIT_SPEED=report
+    local t=$1 envs=(PYTHONPATH=/labkit LABKIT_SPEED=report LABKIT_TEST_TIER=all
                      NUMBA_CACHE_DIR=/tmp/labkit-numba-$1 MPLBACKEND=Agg)
     rm -rf "$ROOT/tmp/labkit-numba-$t"   # every run compiles from scratch, as on a fresh clone
     case $t in
@@ -232,7 +232,7 @@ run_target() {  # run_target neon|sve -> pytest exit code
         *) echo "unknown target $t"; return 2 ;;
     esac
     mapfile -t ids < <(subset "$t")
-    log "pytest [$t: ${envs[*]:4}] $(printf '%s ' "${ids[@]}")"
+    log "pytest [$t: ${envs[*]:5}] $(printf '%s ' "${ids[@]}")"
     set +e
     in_root "${envs[@]}" /bin/sh -c 'cd /labkit && exec "$0" "$@"' "$VENV/bin/python" -m pytest \
         -o addopts= -p no:cacheprovider -p no:nbval -v -ra --durations=10 \
