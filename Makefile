@@ -9,7 +9,7 @@ DIR     ?= submissions
 NB      ?=
 ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
-.PHONY: lab test test-all test-full test-hosts test-load test-arm64 install warm solutions notebooks book bench grade nbgrader doctor clean
+.PHONY: lab test test-all test-full test-hosts test-load test-arm64 install warm solutions notebooks book book-student bench grade nbgrader doctor clean
 
 install: $(STAMP)
 
@@ -79,6 +79,10 @@ notebooks: install
 # static course website of the executed solutions (offline) -> build/book/index.html
 book: install
 	$(BIN)/python tools/build_book.py
+
+# the student book: the student copies only (no solutions, no outputs) -> build/book-student/
+book-student: install
+	$(BIN)/python tools/build_book.py --student
 
 # every lab's benchmark; the targets' table replaces the one in README.md (between its markers;
 # BENCH_MD=other.md writes elsewhere, BENCH_MD= only prints)

@@ -1,6 +1,6 @@
 """Build the course book (`make book`): a static website of the executed solutions, offline.
 
-    .venv/bin/python tools/build_book.py [--out build/book] [--root .]
+    .venv/bin/python tools/build_book.py [--out build/book] [--root .] [--student]
 
 Stages ``build/book-src/`` from the repository: ``docs/book/_config.yml``, a ``_toc.yml`` and a
 landing page (labs table, a download link to each student copy) generated from
@@ -9,6 +9,11 @@ executed here) and ``notebooks/NN_name.ipynb`` as downloads; then ``jupyter-book
 writes the Sphinx ``conf.py`` and ``sphinx-build`` writes the site into ``--out``
 (``index.html`` is the landing page). Why Jupyter Book 1 and not mystmd: docs/book/_config.yml.
 A solution whose stamp is stale (``labkit solutions --check``) is built anyway, with a warning.
+
+``--student`` (``make book-student``, default out ``build/book-student``) builds the site a course
+can publish during term: its pages are the **student copies** (``labkit release``: solution
+regions stubbed, hidden tests removed, no outputs — so no answer and no computed prose of a
+solved run), with the same downloads; no ``solutions/`` file is read.
 """
 from __future__ import annotations
 
@@ -26,6 +31,21 @@ sys.path.insert(0, str(ROOT))
 
 from labkit import registry  # noqa: E402
 from labkit.notebooks import stale  # noqa: E402
+
+STUDENT_INTRO = """\
+# labkit: CPU performance labs with numba
+
+Hands-on labs in CPU performance engineering: each one measures a baseline, looks inside what
+numba compiled (LLVM IR, assembly, vectoriser remarks), changes the data layout or the loop, and
+measures again. These pages are the **student copies**: the lessons and exercises, without
+outputs — the numbers are yours to measure. Download a lab's notebook and run it in JupyterLab
+(`make lab` in the repository); each check tells you what is missing and offers hints one tier
+at a time.
+
+| Lab | Topic | Lesson | Notebook |
+| --- | --- | --- | --- |
+{rows}
+"""
 
 INTRO = """\
 # labkit: CPU performance labs with numba
@@ -55,15 +75,49 @@ def _mathjax_static() -> Path | None:
     return static if (static / "MathJax.js").exists() else None
 
 
-def stage(root: Path, src: Path) -> list[str]:
-    """Write the book's sources into ``src`` (wiped first); return warnings."""
+def _stage_student(root: Path, src: Path) -> tuple[list[str], list[str]]:
+    """The student book's pages: each lab's student copy (page and download); no solution."""
+    rows, chapters = [], []
+    for lab in registry.LABS:
+        student = root / "notebooks" / f"{lab.notebook}.ipynb"
+        if not student.exists():
+            raise SystemExit(f"build_book: {student.relative_to(root)} is missing; "
+                             "run `make notebooks` first")
+        nb = json.loads(student.read_text(encoding="utf-8"))
+        if not (nb.get("metadata", {}).get("labkit", {}).get("generated_from") or "").startswith(
+                "solutions/"):
+            raise SystemExit(f"build_book: {student.relative_to(root)} is not a student copy "
+                             "(labkit release); refusing to publish it in the student book")
+        if any(c.get("outputs") for c in nb.get("cells", [])):
+            raise SystemExit(f"build_book: {student.relative_to(root)} has outputs; "
+                             "run `make notebooks` (the student book shows none)")
+        (src / student.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False),
+                                        encoding="utf-8")
+        shutil.copy2(student, src / "student" / student.name)
+        rows.append(f"| {lab.number:02d} | {lab.title} | {{doc}}`{lab.notebook}` | "
+                    f"{{download}}`{student.name} <student/{student.name}>` |")
+        chapters.append(lab.notebook)
+    return rows, chapters
+
+
+def stage(root: Path, src: Path, *, student: bool = False) -> list[str]:
+    """Write the book's sources into ``src`` (wiped first); return warnings. ``student``: the
+    student copies only (see the module's docstring)."""
+    student_book = student
     warnings = []
     if src.exists():
         shutil.rmtree(src)
     (src / "student").mkdir(parents=True)
     shutil.copy2(CONFIG, src / "_config.yml")
     rows, chapters = [], []
-    for lab in registry.LABS:
+    if student_book:
+        cfg = (src / "_config.yml").read_text(encoding="utf-8").splitlines()
+        cfg = [ln if not ln.strip().startswith("extra_footer:") else
+               '  extra_footer: "Student copies: the lessons and exercises, no solutions, no outputs."'
+               for ln in cfg]
+        (src / "_config.yml").write_text("\n".join(cfg) + "\n", encoding="utf-8")
+        rows, chapters = _stage_student(root, src)
+    for lab in (() if student_book else registry.LABS):
         solution = root / "solutions" / f"{lab.notebook}.ipynb"
         student = root / "notebooks" / f"{lab.notebook}.ipynb"
         if not solution.exists():
@@ -88,7 +142,8 @@ def stage(root: Path, src: Path) -> list[str]:
         rows.append(f"| {lab.number:02d} | {lab.title} | {{doc}}`{lab.notebook}` | {download} "
                     f"| {executed} |")
         chapters.append(lab.notebook)
-    (src / "index.md").write_text(INTRO.format(rows="\n".join(rows)), encoding="utf-8")
+    intro = STUDENT_INTRO if student_book else INTRO
+    (src / "index.md").write_text(intro.format(rows="\n".join(rows)), encoding="utf-8")
     toc = "format: jb-book\nroot: index\nchapters:\n" + "".join(f"  - file: {c}\n" for c in chapters)
     (src / "_toc.yml").write_text(toc, encoding="utf-8")
     mathjax = _mathjax_static()
@@ -101,11 +156,12 @@ def stage(root: Path, src: Path) -> list[str]:
     return warnings
 
 
-def build(root: Path = ROOT, out: Path | None = None, *, quiet: bool = True) -> Path:
+def build(root: Path = ROOT, out: Path | None = None, *, quiet: bool = True,
+          student: bool = False) -> Path:
     """Stage and build the book; return the path of its index.html."""
-    out = Path(out) if out is not None else root / "build" / "book"
+    out = Path(out) if out is not None else root / "build" / ("book-student" if student else "book")
     src = out.parent / (out.name + "-src")
-    for w in stage(root, src):
+    for w in stage(root, src, student=student):
         print(f"build_book: warning: {w}", file=sys.stderr)
     jb = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(jb)] if jb.exists() else [sys.executable, "-m", "jupyter_book.cli.main"]
@@ -127,9 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="output folder (default: build/book)")
     p.add_argument("--root", default=str(ROOT), help="repository root with solutions/, notebooks/")
     p.add_argument("--verbose", action="store_true", help="sphinx's progress output")
+    p.add_argument("--student", action="store_true",
+                   help="the student copies only (no solutions, no outputs): safe to publish in term")
     a = p.parse_args(argv)
     t0 = time.monotonic()
-    index = build(Path(a.root), Path(a.out) if a.out else None, quiet=not a.verbose)
+    index = build(Path(a.root), Path(a.out) if a.out else None, quiet=not a.verbose,
+                  student=a.student)
     print(f"book: {index} ({time.monotonic() - t0:.0f} s); open it in a browser")
     return 0
 
