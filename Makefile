@@ -31,27 +31,18 @@ lab: install
 warm: install
 	$(BIN)/labkit warm --if-needed
 
-# the default tier: every property proven once (CONTRIBUTING.md, "Test tiers"); each test's time
-# goes to build/test-times/default.xml, the slowest are printed at the end
-test: install
+# make test: the default tier, every property proven once (CONTRIBUTING.md, "Test tiers");
+# make test-all: both tiers in one run; make test-full: only the tests marked full (what .ci/run
+# adds after make test, so no test runs twice). Each test's time goes to
+# build/test-times/<tier>.xml; the slowest are printed at the end
+TIER_test := default
+TIER_test-all := all
+TIER_test-full := full
+test test-all test-full: install
 	$(BIN)/python tools/ensure_browser.py || true
 	$(BIN)/python -m labkit.grade.sandbox --ensure
-	$(BIN)/python -m pytest --junitxml=build/test-times/default.xml
-	@$(BIN)/python tools/test_times.py build/test-times/default.xml
-
-# both tiers in one run (the default tier + the tests marked full)
-test-all: install
-	$(BIN)/python tools/ensure_browser.py || true
-	$(BIN)/python -m labkit.grade.sandbox --ensure
-	$(BIN)/python -m pytest --tier all --junitxml=build/test-times/all.xml
-	@$(BIN)/python tools/test_times.py build/test-times/all.xml
-
-# only the tests marked full: what .ci/run adds after make test, so no test runs twice
-test-full: install
-	$(BIN)/python tools/ensure_browser.py || true
-	$(BIN)/python -m labkit.grade.sandbox --ensure
-	$(BIN)/python -m pytest --tier full --junitxml=build/test-times/full.xml
-	@$(BIN)/python tools/test_times.py build/test-times/full.xml
+	$(BIN)/python -m pytest --tier $(TIER_$@) --junitxml=build/test-times/$(TIER_$@).xml
+	@$(BIN)/python tools/test_times.py build/test-times/$(TIER_$@).xml
 
 # the x86 host matrix: ISA-sensitive tests (+ the five solutions graded) with numba targeting an
 # AVX2 laptop, an AVX-512 core preferring 256-bit, Zen 4 and the host (tools/hosts/matrix.py)

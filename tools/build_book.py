@@ -103,23 +103,22 @@ def _stage_student(root: Path, src: Path) -> tuple[list[str], list[str]]:
 def stage(root: Path, src: Path, *, student: bool = False) -> list[str]:
     """Write the book's sources into ``src`` (wiped first); return warnings. ``student``: the
     student copies only (see the module's docstring)."""
-    student_book = student
     warnings = []
     if src.exists():
         shutil.rmtree(src)
     (src / "student").mkdir(parents=True)
     shutil.copy2(CONFIG, src / "_config.yml")
     rows, chapters = [], []
-    if student_book:
+    if student:
         cfg = (src / "_config.yml").read_text(encoding="utf-8").splitlines()
         cfg = [ln if not ln.strip().startswith("extra_footer:") else
                '  extra_footer: "Student copies: the lessons and exercises, no solutions, no outputs."'
                for ln in cfg]
         (src / "_config.yml").write_text("\n".join(cfg) + "\n", encoding="utf-8")
         rows, chapters = _stage_student(root, src)
-    for lab in (() if student_book else registry.LABS):
+    for lab in (() if student else registry.LABS):
         solution = root / "solutions" / f"{lab.notebook}.ipynb"
-        student = root / "notebooks" / f"{lab.notebook}.ipynb"
+        copy = root / "notebooks" / f"{lab.notebook}.ipynb"
         if not solution.exists():
             raise SystemExit(f"build_book: {solution.relative_to(root)} is missing; "
                              "run `make solutions` first")
@@ -131,18 +130,18 @@ def stage(root: Path, src: Path, *, student: bool = False) -> list[str]:
         nb.get("metadata", {}).pop("widgets", None)   # no live widgets offline: their PNGs show
         (src / solution.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False),
                                          encoding="utf-8")
-        if student.exists():
-            shutil.copy2(student, src / "student" / student.name)
-            download = f"{{download}}`{student.name} <student/{student.name}>`"
+        if copy.exists():
+            shutil.copy2(copy, src / "student" / copy.name)
+            download = f"{{download}}`{copy.name} <student/{copy.name}>`"
         else:
-            warnings.append(f"{student.relative_to(root)} is missing; run `make notebooks`")
+            warnings.append(f"{copy.relative_to(root)} is missing; run `make notebooks`")
             download = "(missing: `make notebooks`)"
         stamp = nb.get("metadata", {}).get("labkit", {}).get("stamp", {})
         executed = stamp.get("executed", "?")[:10]
         rows.append(f"| {lab.number:02d} | {lab.title} | {{doc}}`{lab.notebook}` | {download} "
                     f"| {executed} |")
         chapters.append(lab.notebook)
-    intro = STUDENT_INTRO if student_book else INTRO
+    intro = STUDENT_INTRO if student else INTRO
     (src / "index.md").write_text(intro.format(rows="\n".join(rows)), encoding="utf-8")
     toc = "format: jb-book\nroot: index\nchapters:\n" + "".join(f"  - file: {c}\n" for c in chapters)
     (src / "_toc.yml").write_text(toc, encoding="utf-8")
