@@ -89,13 +89,13 @@ def check_softsign(student):
 LATENCY_TOLERANCE = 0.25
 
 
-def measured_cycles_per_element(n: int = 1 << 14, rounds: int = 7) -> tuple[float, float, float]:
-    """(cycles per element, ns per element, clock Hz) of ``dot_plain`` on this core: in each of
-    ``rounds`` rounds the clock chain (``labkit.hardware.clock``) and ``dot_plain`` are timed one
-    right after the other in this thread's CPU time (best of 3 each), and the round's cycles per
-    element is their ratio; the median round is reported. A clock measured once and a kernel
-    timed later disagree whenever the host slows down in between (a shared or throttled machine:
-    2.9 instead of 2.1 cycles in one such run); back-to-back, both see the same speed."""
+def measured_cycle_rounds(n: int = 1 << 14, rounds: int = 9) -> list[tuple[float, float, float]]:
+    """``rounds`` measurements of ``dot_plain`` on this core, each (cycles per element, ns per
+    element, clock Hz): in each round the clock chain (``labkit.hardware.clock``) and
+    ``dot_plain`` are timed one right after the other in this thread's CPU time (best of 3
+    each), and the round's cycles per element is their ratio. A clock measured once and a kernel
+    timed later disagree whenever the host slows down in between (a shared or throttled
+    machine); back-to-back, both see the same speed. Sorted by cycles per element."""
     from labkit.bench import timeit
     from labkit.hardware.clock import measure_clock
 
@@ -106,14 +106,24 @@ def measured_cycles_per_element(n: int = 1 << 14, rounds: int = 7) -> tuple[floa
         hz = measure_clock(iterations=1_000_000, repeat=3)
         s_dot = min(timeit(dot_plain, x, y, repeat=3, min_time=0.01, clock="thread").times)
         per.append((s_dot / n * hz, s_dot / n * 1e9, hz))
-    per.sort()
-    return per[len(per) // 2]
+    return sorted(per)
+
+
+def measured_cycles_per_element(n: int = 1 << 14, rounds: int = 9) -> tuple[float, float, float]:
+    """(cycles per element, ns per element, clock Hz) of ``dot_plain`` on this core: the
+    least-disturbed of :func:`measured_cycle_rounds`. A dependency chain cannot run faster than
+    its latency, and every disturbance (another process on the core, an interrupt, a frequency
+    step between the clock and the kernel) makes a round slower — on a busy host the median
+    round read 2.9 cycles where the quiet rounds read 2.1 — so the fastest round is the one that
+    shows the core."""
+    return measured_cycle_rounds(n, rounds)[0]
 
 
 @exercise("latency", points=1)
 def check_latency(student):
-    """The predicted cycles per element of ``dot_plain`` within 25 % of the measured value
-    (clock and time per element both measured here, in CPU time)."""
+    """The predicted cycles per element of ``dot_plain`` within 25 % of the measured value (the
+    least-disturbed of 9 back-to-back clock + kernel rounds, in CPU time; 9 more when the
+    rounds disagree and the prediction misses)."""
     pred = student()
     if isinstance(pred, (bool, np.bool_)) or not isinstance(pred, (int, float, np.integer,
                                                                   np.floating)):
@@ -123,12 +133,21 @@ def check_latency(student):
     if not np.isfinite(pred) or pred <= 0:
         raise CheckFailure("wrong", f"predicted {pred!r} cycles per element; a time per "
                                     "element is a positive number")
-    cycles, ns, hz = measured_cycles_per_element()
-    off = abs(pred - cycles) / cycles
-    facts = f"measured {cycles:.1f} cycles per element ({ns:.2f} ns at {hz / 1e9:.2f} GHz)"
-    if off > LATENCY_TOLERANCE:
+    rounds = measured_cycle_rounds()
+
+    def off(r):
+        return abs(pred - r[0][0]) / r[0][0]
+
+    if off(rounds) > LATENCY_TOLERANCE and rounds[-1][0] > 1.1 * rounds[0][0]:
+        rounds = sorted(rounds + measured_cycle_rounds())   # a busy host: more rounds, once
+    cycles, ns, hz = rounds[0]
+    spread = (f"; its {len(rounds)} rounds read {rounds[0][0]:.1f}–{rounds[-1][0]:.1f}, the "
+              "fastest shows the core" if rounds[-1][0] > 1.1 * cycles else "")
+    facts = (f"measured {cycles:.1f} cycles per element ({ns:.2f} ns at {hz / 1e9:.2f} GHz"
+             f"{spread})")
+    if off(rounds) > LATENCY_TOLERANCE:
         raise CheckFailure("wrong", f"predicted {pred:.3g} cycles per element, {facts}: off by "
-                                    f"{off:.0%} (within {LATENCY_TOLERANCE:.0%} passes)")
+                                    f"{off(rounds):.0%} (within {LATENCY_TOLERANCE:.0%} passes)")
     return f"predicted {pred:.3g} cycles per element, {facts}"
 
 

@@ -33,12 +33,15 @@ TARGETS = (
     ("haswell", "AVX2 laptop or desktop: Intel Haswell to Comet Lake, AMD Zen 1–3 alike", "full"),
     ("alderlake", "AVX2 laptop: Intel 12th generation and later (no AVX-512)", "quick"),
     ("icelake-server", "AVX-512 core whose LLVM tuning prefers 256-bit code (Intel Xeon)", "isa"),
-    ("znver4", "AMD Zen 4: AVX-512, 512-bit code preferred", "full"),
+    ("znver4", "AMD Zen 4: AVX-512, 512-bit code preferred", "isa"),
     ("host", "this machine, as numba sees it", "quick"),
 )
-# re-execute the solution notebooks under this target and compare with the committed outputs
-# (host-dependent cells are tagged nbval-ignore-output; the rest must not depend on the target)
-NBVAL = ("haswell",)
+# re-execute the solution notebooks under these targets and compare with the committed outputs
+# (host-dependent cells are tagged nbval-ignore-output; the rest must not depend on the target).
+# None here: `make test-load` (tools/load_test.py) re-executes them as haswell with one core busy,
+# one pass for "an AVX2 laptop" and "a busy one" (~290 s saved in CI). znver4 runs the ISA tests
+# only: its 512-bit code is what the host's `make test-full` grades (test_grade_solutions.py)
+NBVAL: tuple[str, ...] = ()
 # exercises whose speed effect does not reach its target on that target (their `inconclusive`
 # grade rows are printed, not failed; tests/test_grade_solutions.py): measured on a Golden
 # Cove-class VM, the register-table popcount at 1.10–1.19× the byte table as haswell (need 1.2×)
