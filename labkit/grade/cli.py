@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .report import summary, write_csv, write_json, write_wide_csv
 from .run import SandboxUnavailable, grade
-from .settings import CELL_TIMEOUT, MEMORY_LIMIT, NOTEBOOK_TIMEOUT
+from .settings import CELL_TIMEOUT, MAX_NOTEBOOK_BYTES, MEMORY_LIMIT, NOTEBOOK_TIMEOUT
 
 __all__ = ["main"]
 
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-limit", type=_size, default=MEMORY_LIMIT,
                    help="address-space limit of the sandboxed check worker, e.g. 8G "
                         "(default); 0 = none")
+    p.add_argument("--max-notebook-size", type=_size, default=MAX_NOTEBOOK_BYTES,
+                   help="a bigger notebook is refused unread, one row (default "
+                        f"{MAX_NOTEBOOK_BYTES >> 20}M); 0 = no limit")
     p.add_argument("--solutions", default=None, help="canonical notebooks (default solutions/)")
     p.add_argument("--skip-tag", action="append", default=[],
                    help="ignored (no notebook runs any more); kept for old scripts")
@@ -64,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         results = grade(a.dir, solutions=a.solutions, jobs=a.jobs, cell_timeout=a.cell_timeout,
                         notebook_timeout=a.notebook_timeout, memory_limit=a.memory_limit,
                         skip_tags=a.skip_tag, exercise_modules=a.exercise_module,
-                        progress=not a.no_progress, sandbox=not a.no_sandbox, cache_dir=cache)
+                        progress=not a.no_progress, sandbox=not a.no_sandbox, cache_dir=cache,
+                        max_notebook_bytes=a.max_notebook_size)
     except SandboxUnavailable as e:
         print("!" * 78 + f"\nlabkit grade: {e}\n" + "!" * 78, file=sys.stderr)
         return 4

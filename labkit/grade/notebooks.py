@@ -5,9 +5,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
+
+from .settings import MAX_NOTEBOOK_BYTES, _short
 
 __all__ = ["ExerciseSpec", "Canonical", "Submission", "parse_check_line", "load_canonical",
            "load_solutions", "find_submissions", "match_canonical"]
@@ -118,15 +122,49 @@ def load_solutions(folder: str | Path | None = None) -> dict[str, Canonical]:
 
 @dataclasses.dataclass
 class Submission:
-    """One student notebook (or a student folder without any notebook: ``path`` is the folder)."""
+    """One student notebook (or a student folder without any notebook: ``path`` is the folder).
+    ``refused``: why the grader will not read it (a symbolic link), or ``None``."""
 
     student: str
     path: Path
     rel: str
+    refused: str | None = None
+
+
+SYMLINK = "refused: symbolic link"
+
+
+class Refused(ValueError):
+    """A submission the grader will not read (too big, not a regular file)."""
+
+
+def _walk(top: Path) -> tuple[list[Path], list[Path]]:
+    """``(notebooks, symbolic links)`` under ``top``, never following a link and skipping
+    hidden names: the ``*.ipynb`` entries (a link named so among them too) and the links to
+    follow (folders, notebooks) that are refused."""
+    found, links = [], []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        d = Path(dirpath)
+        dirnames[:] = sorted(n for n in dirnames if not n.startswith("."))
+        for n in list(dirnames):
+            if (d / n).is_symlink():            # os.walk lists a link to a folder as a folder
+                dirnames.remove(n)
+                links.append(d / n)
+        for n in filenames:
+            if n.startswith("."):
+                continue
+            if (d / n).is_symlink():
+                if n.endswith(".ipynb") or (d / n).is_dir():
+                    links.append(d / n)
+            elif n.endswith(".ipynb"):
+                found.append(d / n)
+    return sorted(found), sorted(links)
 
 
 def find_submissions(folder: str | Path) -> list[Submission]:
-    """``DIR/<student>.ipynb`` (student = file stem) and ``DIR/<student>/**/*.ipynb``."""
+    """``DIR/<student>.ipynb`` (student = file stem) and ``DIR/<student>/**/*.ipynb``. A
+    symbolic link (a student's file or folder, or anything inside a folder) is never followed:
+    it is listed with ``refused`` set."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of submissions")
@@ -134,40 +172,84 @@ def find_submissions(folder: str | Path) -> list[Submission]:
     for p in sorted(folder.iterdir()):
         if p.name.startswith("."):
             continue
-        if p.is_file() and p.suffix == ".ipynb":
+        if p.is_symlink():
+            if p.suffix == ".ipynb" or p.is_dir():
+                student = p.stem if p.suffix == ".ipynb" else p.name
+                subs.append(Submission(student, p, p.name, SYMLINK))
+        elif p.is_file() and p.suffix == ".ipynb":
             subs.append(Submission(p.stem, p, p.name))
         elif p.is_dir():
-            found = sorted(q for q in p.rglob("*.ipynb")
-                           if not any(part.startswith(".") for part in q.relative_to(p).parts))
-            if not found:
+            found, links = _walk(p)
+            if not found and not links:
                 subs.append(Submission(p.name, p, p.name + "/"))
             subs += [Submission(p.name, q, str(q.relative_to(folder))) for q in found]
+            subs += [Submission(p.name, q, str(q.relative_to(folder)), SYMLINK) for q in links]
     return subs
 
 
-def _read_submission(path: Path):
-    """The submission as a notebook node, or raise ValueError saying why it is unreadable."""
+def _read_bytes(path: Path, limit: int) -> bytes:
+    """The file's bytes, opened without following a link; :class:`Refused` for a link, a
+    non-regular file (a FIFO would block) or one over ``limit`` bytes (told by its size, not
+    read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        if path.is_symlink():
+            raise Refused(SYMLINK) from None
+        raise ValueError(f"cannot read the file: {e}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused("refused: not a regular file")
+        if limit and st.st_size > limit:
+            raise Refused(_too_big(st.st_size, limit))
+        data = f.read(limit + 1) if limit else f.read()
+    if limit and len(data) > limit:                 # grew while being read
+        raise Refused(_too_big(len(data), limit))
+    return data
+
+
+def _too_big(size: int, limit: int) -> str:
+    return f"refused: notebook is {size / 2**20:.1f} MB, over the {limit / 2**20:g} MB limit"
+
+
+def _read_submission(path: Path, max_bytes: int = MAX_NOTEBOOK_BYTES):
+    """The submission as a notebook node, or raise ValueError saying why it is unreadable
+    (:class:`Refused`: why it was not read at all)."""
     import nbformat
 
+    if path.is_symlink():
+        raise Refused(SYMLINK)
     if path.is_dir():
         raise ValueError(f"no notebook (*.ipynb) in folder {path.name}/")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = _read_bytes(path, max_bytes).decode("utf-8")
+    except UnicodeDecodeError as e:
         raise ValueError(f"cannot read the file: {e}") from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"not a notebook: invalid JSON ({e})") from None
+    except RecursionError:
+        raise ValueError("not a notebook: its JSON is nested too deeply") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         raise ValueError("not a notebook: the JSON has no list of 'cells'")
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as e:  # noqa: BLE001 - any nbformat failure is "not a notebook"
-        raise ValueError(f"not a notebook: {type(e).__name__}: {e}") from None
-    for cell in nb.cells:
+        raise ValueError(f"not a notebook: {type(e).__name__}: {_short(e, 200)}") from None
+    meta = nb.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("labkit", {}), dict):
+        raise ValueError("not a notebook: its metadata 'labkit' is not a mapping")
+    for i, cell in enumerate(nb.cells):
         if not isinstance(cell, dict) or not isinstance(cell.get("source", ""), str):
             raise ValueError("not a notebook: a cell has no text source")
+        cmeta = cell.get("metadata", {})
+        nbg = cmeta.get("nbgrader", {}) if isinstance(cmeta, dict) else None
+        if not isinstance(nbg, dict) or not isinstance(nbg.get("grade_id", ""), str):
+            raise ValueError(f"not a notebook: cell {i} has nbgrader metadata that is not a "
+                             "mapping with a text grade_id")
     return nb
 
 
@@ -185,7 +267,7 @@ def _content_score(nb, canon: Canonical) -> tuple[int, int, int]:
     defines, shared markdown headings)."""
     from .build import defines
 
-    ids = {_nbg(c).get("grade_id") for c in nb.cells} - {None, ""}
+    ids = {g for c in nb.cells for g in [_nbg(c).get("grade_id")] if isinstance(g, str)} - {""}
     theirs = {_nbg(x).get("grade_id") for x in canon.nb.cells} - {None, ""}
     defined: set[str] = set()
     for c in nb.cells:
@@ -202,7 +284,9 @@ def match_canonical(nb, path: Path, canon: dict[str, Canonical]) -> Canonical | 
     ``labkit.generated_from`` metadata only breaks ties. ``None`` if nothing is shared."""
     if nb is None or not canon:
         return next(iter(canon.values())) if len(canon) == 1 else None
-    gen = ((nb.get("metadata") or {}).get("labkit") or {}).get("generated_from")
+    meta = nb.get("metadata")
+    lk = meta.get("labkit") if isinstance(meta, dict) else None
+    gen = lk.get("generated_from") if isinstance(lk, dict) else None
     gen = Path(gen).name if isinstance(gen, str) else None
     scored = [(_content_score(nb, c), c.name == gen, c) for c in canon.values()]
     best = max(scored, key=lambda t: (t[0], t[1]))

@@ -4,15 +4,17 @@ rate per exercise, measured speedups, time per notebook, flags; matplotlib plots
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import re
 import time
+from collections import Counter
 from pathlib import Path
 
 from .report import counted
 
-__all__ = ["write_feedback", "write_report", "write_pages"]
+__all__ = ["write_feedback", "write_report", "write_pages", "page_names"]
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:60em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}table{border-collapse:collapse;width:100%}
@@ -28,7 +30,30 @@ def _page(title: str, body: str) -> str:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "student"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")[:80] or "student"
+
+
+def page_names(results: list[dict]) -> dict[str, str]:
+    """Each student's feedback file name (no ``.html``): :func:`_safe` of the name, and where
+    two students' would be one file (also told apart only by case: case-insensitive file
+    systems) ``-<8 hex of the name's sha256>`` appended to each of them (``-2``, ``-3`` … on
+    top if even that is taken)."""
+    students = sorted({r["student"] for r in counted(results)})
+    base = {s: _safe(s) for s in students}
+    n = Counter(b.lower() for b in base.values())
+    out = {s: b for s, b in base.items() if n[b.lower()] == 1}
+    used = {b.lower() for b in out.values()}
+    for s in students:
+        if s in out:
+            continue
+        tag = hashlib.sha256(s.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        name = stem = f"{base[s]}-{tag}"
+        k = 2
+        while name.lower() in used:
+            name, k = f"{stem}-{k}", k + 1
+        used.add(name.lower())
+        out[s] = name
+    return out
 
 
 def _e(x) -> str:
@@ -67,12 +92,13 @@ def feedback_html(student: str, results: list[dict]) -> str:
 
 
 def write_feedback(results: list[dict], folder) -> list[Path]:
-    """``folder/<student>.html`` for every student; returns the paths."""
+    """``folder/<name>.html`` for every student (names: :func:`page_names`); returns the
+    paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out = []
-    for s in sorted({r["student"] for r in counted(results)}):
-        p = folder / f"{_safe(s)}.html"
+    for s, name in sorted(page_names(results).items()):
+        p = folder / f"{name}.html"
         p.write_text(feedback_html(s, results), encoding="utf-8")
         out.append(p)
     return out
@@ -110,6 +136,7 @@ def report_html(results: list[dict]) -> str:
     import matplotlib.pyplot as plt
 
     res = counted(results)
+    pages = page_names(results)
     ex, speed = _stats(results)
     body = ["<h1>Class report</h1>",
             f"<p>{len({r['student'] for r in res})} students, {len(res)} notebooks graded "
@@ -152,7 +179,7 @@ def report_html(results: list[dict]) -> str:
     for r in sorted(res, key=lambda r: (r["student"], r["notebook"])):
         got = sum(float(e["points"]) for e in r["exercises"])
         top = sum(float(e["max_points"]) for e in r["exercises"])
-        body.append(f"<tr><td><a href='feedback/{_e(_safe(r['student']))}.html'>"
+        body.append(f"<tr><td><a href='feedback/{_e(pages[r['student']])}.html'>"
                     f"{_e(r['student'])}</a></td><td>{_e(r['notebook'])}</td>"
                     f"<td>{got:g} / {top:g}</td><td>{_e(r.get('status'))}"
                     f"{' (cached)' if r.get('cached') else ''}</td>"

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import time
 from pathlib import Path
 
-from .settings import CSV_FIELDS, STAMP_FIELDS, _short
+from .settings import CSV_FIELDS, REFUSED, STAMP_FIELDS, _short
 
 __all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "counted"]
 
@@ -22,6 +23,8 @@ def _notebook_flags(r: dict) -> list[str]:
     fl = list(r.get("flags", {}).get("", []))
     if r.get("status") == "grader error" and r.get("error"):
         fl.append(f"grader error: {r['error']}")
+    elif r.get("status") == REFUSED and r.get("error"):
+        fl.append(r["error"])
     return fl
 
 
@@ -42,12 +45,29 @@ def rows(results: list[dict]) -> list[dict]:
     return out
 
 
-def write_csv(results: list[dict], path) -> None:
-    """Write the CSV (columns :data:`CSV_FIELDS`)."""
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _cell(v):
+    """A CSV cell a spreadsheet will not run (OWASP's CSV injection advice): text starting with
+    ``= + - @``, tab or carriage return gets a leading ``'``; numbers (a negative one too) stay
+    numbers."""
+    if isinstance(v, str) and v.startswith(_FORMULA) and not _NUMBER.fullmatch(v):
+        return "'" + v
+    return v
+
+
+def _write(path, fields, table) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
-        w.writeheader()
-        w.writerows(rows(results))
+        w = csv.writer(f)
+        w.writerow([_cell(k) for k in fields])
+        w.writerows([_cell(row.get(k, "")) for k in fields] for row in table)
+
+
+def write_csv(results: list[dict], path) -> None:
+    """Write the CSV (columns :data:`CSV_FIELDS`; cells as :func:`_cell`)."""
+    _write(path, CSV_FIELDS, rows(results))
 
 
 def wide_rows(results: list[dict]) -> tuple[list[str], list[dict]]:
@@ -86,12 +106,10 @@ def wide_rows(results: list[dict]) -> tuple[list[str], list[dict]]:
 
 
 def write_wide_csv(results: list[dict], path) -> None:
-    """Write the wide CSV (one row per student, one column per exercise)."""
+    """Write the wide CSV (one row per student, one column per exercise; cells as
+    :func:`_cell`)."""
     fields, table = wide_rows(results)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(table)
+    _write(path, fields, table)
 
 
 def write_json(results: list[dict], path, settings: dict | None = None) -> None:
@@ -110,7 +128,7 @@ def summary(results: list[dict]) -> str:
         tot = per.setdefault(r["student"], [0.0, 0.0, 0])
         tot[2] += 1
         nfl = sum(len(v) for v in r.get("flags", {}).values())
-        if nfl or r.get("status") in ("tampered", "grader error"):
+        if nfl or r.get("status") in ("tampered", "grader error", REFUSED):
             flagged[r["student"]] = flagged.get(r["student"], 0) + max(nfl, 1)
         for e in r["exercises"]:
             tot[0] += float(e["points"])

@@ -18,8 +18,8 @@ from .checkcell import _resolve_modules, run_exercise, use_worker
 from .integrity import Snapshot, _module_root
 from .notebooks import (Canonical, ExerciseSpec, Submission, _read_submission, find_submissions,
                         load_solutions, match_canonical)
-from .settings import (CELL_TIMEOUT, MAX_MESSAGE, MEMORY_LIMIT, NOTEBOOK_TIMEOUT, GradeSettings,
-                       _short)
+from .settings import (CELL_TIMEOUT, MAX_MESSAGE, MAX_NOTEBOOK_BYTES, MEMORY_LIMIT,
+                       NOTEBOOK_TIMEOUT, REFUSED, GradeSettings, _short)
 
 __all__ = ["grade_notebook", "grade", "environment_stamp", "SandboxUnavailable"]
 
@@ -29,6 +29,26 @@ SEED_MIN = 3            # submissions of one lab from which its kernels are comp
 
 class SandboxUnavailable(RuntimeError):
     """No sandbox here and ``--no-sandbox`` was not given."""
+
+
+def _unreadable(e: BaseException) -> str:
+    return _short(f"cannot read this notebook: {type(e).__name__}: {e}")
+
+
+def _read_and_match(sub: Submission, canon: dict[str, Canonical],
+                    settings: GradeSettings) -> tuple[Canonical | None, str | None]:
+    """(the canonical notebook ``sub`` is, why it cannot be graded): never raises — a refused,
+    unreadable or malformed submission is its own row, the batch goes on."""
+    only = next(iter(canon.values())) if len(canon) == 1 else None    # its max points shown
+    if sub.refused:
+        return only, sub.refused
+    if sub.path.is_dir():
+        return None, f"no notebook (*.ipynb) in folder {sub.path.name}/"
+    try:
+        nb = _read_submission(sub.path, settings.max_notebook_bytes)
+        return match_canonical(nb, sub.path, canon), None
+    except Exception as e:  # noqa: BLE001 - any failure of one notebook is that notebook's
+        return only, str(e) if isinstance(e, ValueError) else _unreadable(e)
 
 
 def _row(ex: ExerciseSpec, verdict: str, message: str, points: float = 0.0, **extra) -> dict:
@@ -102,13 +122,22 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
                            "canonical": canon.name if canon else None, "status": "graded",
                            "exercises": [], "flags": {}}
     student_nb = None
-    if read_error is None and canon is not None:
+    if read_error is None and sub.refused:
+        read_error = sub.refused
+    if read_error is None and canon is not None and seed_build is not None:
+        student_nb = canon.nb            # the instructor's own notebook (may be a link)
+    elif read_error is None and canon is not None:
         try:
-            student_nb = _read_submission(sub.path)
+            student_nb = _read_submission(sub.path, settings.max_notebook_bytes)
         except ValueError as e:
             read_error = str(e)
+        except Exception as e:  # noqa: BLE001 - whatever the file is, it is one row
+            read_error = _unreadable(e)
     if read_error is not None or canon is None:
-        res["status"] = "unreadable" if read_error else "unmatched"
+        res["status"] = ("unmatched" if not read_error else REFUSED
+                         if read_error.startswith(REFUSED + ":") else "unreadable")
+        if read_error:
+            res["error"] = _short(read_error)
         msg = read_error or ("cannot tell which lesson this notebook is: it shares no grade id, "
                              "exercise function or heading with a solution notebook")
         res["exercises"] = [{"exercise": "", "points": 0.0,
@@ -340,7 +369,7 @@ def _tampered(res: dict, changed: list[str], unrestored: list[str] | None, when:
 
 def _cache_key(sub: Submission, canon: Canonical | None, settings: GradeSettings,
                digest: str) -> str | None:
-    if sub.path.is_dir():
+    if sub.refused or sub.path.is_dir():
         return None
     h = hashlib.sha256()
     try:
@@ -361,7 +390,7 @@ def _dedupe(results: list[dict]) -> None:
     others get status ``duplicate`` (kept in the JSON, left out of the CSVs)."""
     groups: dict[tuple, list[dict]] = {}
     for r in results:
-        if r.get("canonical") and r.get("status") not in ("unreadable", "unmatched"):
+        if r.get("canonical") and r.get("status") not in ("unreadable", "unmatched", REFUSED):
             groups.setdefault((r["student"], r["canonical"]), []).append(r)
     for (_, lab), rs in groups.items():
         if len(rs) < 2:
@@ -380,17 +409,20 @@ def _dedupe(results: list[dict]) -> None:
 def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_TIMEOUT,
           notebook_timeout: float = NOTEBOOK_TIMEOUT, memory_limit: int = MEMORY_LIMIT,
           skip_tags=(), exercise_modules=(), progress: bool = True, sandbox: bool = True,
-          cache_dir=None) -> list[dict]:
+          cache_dir=None, max_notebook_bytes: int = MAX_NOTEBOOK_BYTES) -> list[dict]:
     """Grade every submission in ``folder``; returns one result dict per notebook.
 
     ``sandbox=False`` (``--no-sandbox``) runs the checks without a sandbox; otherwise a
     missing sandbox raises :class:`SandboxUnavailable`. ``cache_dir``: where results are kept
     for incremental regrading (unchanged submission + unchanged labkit → cached result);
-    ``None`` = no cache. ``skip_tags`` is accepted for compatibility (no notebook runs)."""
+    ``None`` = no cache. ``skip_tags`` is accepted for compatibility (no notebook runs).
+    ``max_notebook_bytes``: a bigger submission is refused unread (0 = no limit)."""
     if cell_timeout <= 0 or notebook_timeout <= 0:
         raise ValueError("timeouts must be positive numbers of seconds")
     if jobs < 1:
         raise ValueError(f"jobs must be ≥ 1, got {jobs}")
+    if max_notebook_bytes < 0:
+        raise ValueError(f"max_notebook_bytes must be ≥ 0, got {max_notebook_bytes}")
     if sandbox:
         from .sandbox import probe
         ok, why = probe()
@@ -417,16 +449,11 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
     settings = GradeSettings(cell_timeout=float(cell_timeout),
                              notebook_timeout=float(notebook_timeout),
                              memory_limit=int(memory_limit), skip_tags=tuple(skip_tags),
+                             max_notebook_bytes=int(max_notebook_bytes),
                              exercise_modules=exercise_modules, sandbox=bool(sandbox),
                              extra_paths=tuple(dict.fromkeys(extra_paths)))
-    tasks = []
-    for sub in subs:
-        try:
-            nb, err = _read_submission(sub.path), None
-        except ValueError as e:
-            nb, err = None, str(e)
-        c = match_canonical(nb, sub.path, canon) if not sub.path.is_dir() else None
-        tasks.append((sub, c, settings, err))
+    tasks = [(sub, c, settings, err) for sub in subs
+             for c, err in [_read_and_match(sub, canon, settings)]]
     broken: dict[str, str] = {}          # a lab whose exercises labkit cannot find: its rows say
     for c in {t[1].name: t[1] for t in tasks if t[1] is not None}.values():
         try:
@@ -438,12 +465,13 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
     cache = Path(cache_dir) if cache_dir else None
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
-    keys = [(_cache_key(t[0], t[1], settings, snap.digest) if cache else None) for t in tasks]
+    keys = [(_cache_key(t[0], t[1], settings, snap.digest) if cache and t[3] is None else None)
+            for t in tasks]
     results: list[dict | None] = [None] * len(tasks)
     todo = []
     for k, key in enumerate(keys):
         c = tasks[k][1]
-        if c is not None and c.name in broken:
+        if c is not None and c.name in broken and tasks[k][3] is None:
             results[k] = _not_run(tasks[k][0], c, f"cannot grade this lab: {broken[c.name]}")
             results[k]["environment"] = stamp
             continue

@@ -5,11 +5,13 @@ import dataclasses
 from typing import Any
 
 __all__ = ["GradeSettings", "CSV_FIELDS", "STAMP_FIELDS", "CELL_TIMEOUT", "NOTEBOOK_TIMEOUT",
-           "MEMORY_LIMIT"]
+           "MEMORY_LIMIT", "MAX_NOTEBOOK_BYTES", "REFUSED"]
 
 CELL_TIMEOUT = 120.0
 NOTEBOOK_TIMEOUT = 900.0
 MEMORY_LIMIT = 8 << 30          # bytes of address space per check worker (0 = no limit)
+MAX_NOTEBOOK_BYTES = 20 << 20  # bigger submissions are refused unread (grade(max_notebook_bytes=))
+REFUSED = "refused"             # status of a submission the grader will not read (symlink, size)
 MAX_MESSAGE = 500               # characters of a message kept in the CSV/JSON
 STAMP_FIELDS = ("cpu", "isa", "cores", "numba", "llvmlite", "numpy")
 CSV_FIELDS = ("student", "notebook", "exercise", "points", "max_points", "verdict", "message",
@@ -23,6 +25,7 @@ class GradeSettings:
     cell_timeout: float = CELL_TIMEOUT
     notebook_timeout: float = NOTEBOOK_TIMEOUT
     memory_limit: int = MEMORY_LIMIT
+    max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
     skip_tags: tuple = ()
     exercise_modules: tuple = ()
     digest: dict | None = None
