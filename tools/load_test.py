@@ -25,6 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools" / "hosts"))
+from matrix import _env, _executable  # noqa: E402 - the host matrix's target handling
+
 SPIN = "while True: pass"
 
 
@@ -37,19 +40,13 @@ def main(argv=None) -> int:
     ns = p.parse_args(argv)
     if ns.spinners < 0:
         p.error("--spinners must be ≥ 0")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CPU_")}
     target = ns.target or ("haswell" if platform.machine().lower() in ("x86_64", "amd64")
                            else "host")
-    if target != "host":
-        env["NUMBA_CPU_NAME"] = target
-        code = "from labkit.hardware.target import target; print(target().executable)"
-        can = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, cwd=ROOT, timeout=120).stdout.strip() == "True"
-        if not can:
-            if ns.target:
-                p.error(f"this host cannot execute code compiled for {target}")
-            target = "host"
-            env.pop("NUMBA_CPU_NAME")
+    if target != "host" and not _executable(target)[0]:
+        if ns.target:
+            p.error(f"this host cannot execute code compiled for {target}")
+        target = "host"
+    env = _env(target)
     print(f"load test: the solutions as {target}"
           + (" (NUMBA_CPU_NAME)" if target != "host" else ""), flush=True)
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(ns.spinners)]
