@@ -125,9 +125,10 @@ def _alloc_count() -> int:
 
 def parallel_gate(fn, signature) -> None:
     """A numba parallel loop (``prange`` under ``parallel=True``) in the compiled function."""
-    disp = require_njit(fn, "technique missing")
     from labkit import inspect as lk_inspect
+    from labkit.check.gates import judged
 
+    disp, signature = judged(fn, signature, "technique missing")   # the code that runs
     ir = str(lk_inspect.llvm_ir(disp, signature))
     if not disp.targetoptions.get("parallel") or "__numba_parfor_gufunc" not in ir:
         raise CheckFailure("technique missing", "no parallel loop in your compiled code — "
@@ -142,7 +143,8 @@ def _tile_case(r, grid, N, Nb):
     return to_aosoa(coefs, Nb), coefs, idx[0], pref[0]
 
 
-@exercise("aosoa_driver", points=2, answers=_TILE_ANSWERS, outputs=(4,))
+@exercise("aosoa_driver", points=2, answers=_TILE_ANSWERS, outputs=(4,),
+          allowed=("labkit.bspline:vgh_soa",))   # the per-tile SoA kernel: the lab's building block
 def check_aosoa_driver(student):
     """``student(tcoefs, n, idx, pref, out)`` fills ``out[:, :n]`` (SoA, 10 streams) from the
     AoSoA tiles ``tcoefs (M, nx, ny, nz, Nb)`` at one position; right on ragged last tiles and
@@ -266,7 +268,8 @@ def _no_nested_prange(student) -> None:
                         "threads — make positions × tiles one prange")
 
 
-@exercise("flat_tiles", points=2, answers=_TILE_ANSWERS, outputs=(3,))
+@exercise("flat_tiles", points=2, answers=_TILE_ANSWERS, outputs=(3,),
+          allowed=("labkit.bspline:vgh_soa",))
 def check_flat_tiles(student):
     """``student(tcoefs, idx, pref, out)`` fills ``out (P, M, 10, ≥Nb)`` with every position ×
     tile (like ``_batch_tiles``), in one parallel loop (no prange inside a prange); on 2 threads

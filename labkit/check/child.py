@@ -98,7 +98,8 @@ def main() -> int:
         send({"op": "loaded", "ok": False, "notes": notes, "error": err,
               "verdict": "not implemented" if "not defined" in err else "error"})
         return 0
-    g = guard.Guard(fn, req.get("answers") or (), name=req.get("exercise", ""), snapshot=baseline)
+    g = guard.Guard(fn, req.get("answers") or (), name=req.get("exercise", ""), snapshot=baseline,
+                    allowed=tuple(req.get("allowed") or ()))
     try:
         g.static_checks()
     except CheckFailure as e:

@@ -86,9 +86,11 @@ class Exercise:
     """A registered check: call it with the student's function to get a :class:`CheckResult`."""
 
     def __init__(self, name: str, points: float, body: Callable, module: str,
-                 answers: tuple[str, ...] = (), outputs: tuple[int, ...] = ()):
+                 answers: tuple[str, ...] = (), outputs: tuple[int, ...] = (),
+                 allowed: tuple[str, ...] = ()):
         self.name, self.points, self.body, self.module = name, points, body, module
         self.answers = tuple(answers)
+        self.allowed = tuple(allowed)
         self.outputs = tuple(outputs)
         self.__doc__ = body.__doc__
         self.__name__ = name
@@ -174,7 +176,8 @@ def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
             raise CheckFailure("not implemented",
                                f"expected your function, got {type(student).__name__}")
         with _quiet():
-            guard = ctx.guard = Guard(student, ex.answers, name=ex.name)
+            guard = ctx.guard = Guard(student, ex.answers, name=ex.name,
+                                      allowed=getattr(ex, "allowed", ()))
             _own_inputs(guard, getattr(ex, "outputs", ()))
             guard.static_checks()
             extra = ex.body(guard, *args, **kwargs)
@@ -183,7 +186,8 @@ def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
     except Tampered as e:
         verdict, message = "error", str(e)
     except CheckFailure as e:
-        verdict, message = e.verdict, e.message
+        from .executed import explain
+        verdict, message = e.verdict, explain(e.message)
     except NotImplementedError as e:
         verdict = "not implemented"
         message = str(e) or "the function still raises NotImplementedError — write your code"
@@ -296,9 +300,16 @@ _OTHER_CELL = (" — the check loads the exercise cell's definitions, the notebo
                "defined in the exercise cell")
 
 
+_UNDEFINED = re.compile(r"name '([A-Za-z_]\w*)' is not defined")
+
+
 def _describe_error(e: BaseException) -> str:
     kind = type(e).__name__
     text = str(e).strip()
+    m = _UNDEFINED.search(re.sub(r"\x1b\[[0-9;]*m", "", text))
+    if m and (isinstance(e, NameError) or "NameError" in text):
+        return (f"your function uses {m.group(1)!r}, which nothing the check loads defines "
+                f"(NameError){_OTHER_CELL}")
     if "numba" in type(e).__module__:
         lines = [re.sub(r"\x1b\[[0-9;]*m", "", ln).strip() for ln in text.splitlines()]
         lines = [ln for ln in lines if ln and not ln.startswith(("Failed in", "During:", "File ",
@@ -327,11 +338,18 @@ def _record(result: CheckResult) -> None:
 
 # ---------------------------------------------------------------- registry
 def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = (),
-             outputs: tuple[int, ...] = ()) -> Callable[[Callable], Exercise]:
+             outputs: tuple[int, ...] = (),
+             allowed: tuple[str, ...] = ()) -> Callable[[Callable], Exercise]:
     """Decorator registering a check body ``body(student) -> str | None`` as ``check.<name>``.
 
     ``answers``: labkit's own kernels for this exercise, as ``"module:attribute"`` strings —
-    a student function that is, wraps or calls one of them gets ``uses labkit's answer``.
+    a student function that is, wraps or calls one of them gets ``uses labkit's answer`` (also
+    when called through a name computed at run time: they are traced while the student runs).
+
+    ``allowed``: the labkit functions the exercise lets the student call (``"module:attribute"``,
+    e.g. a lab's ``tile_coords``). Every other function or kernel of labkit — the check's own
+    comparators and helpers, an engine wrapped around the answer — is off-limits too: found in
+    the student's bytecode (any cell's import) or numba typing, it gives ``uses labkit's answer``.
 
     ``outputs``: positions of the arguments the student's function writes into (``out``).
     Every other array argument is an input: the student gets a copy, and a changed copy ends
@@ -340,12 +358,13 @@ def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = (),
         raise ValueError(f"outputs are argument positions (ints ≥ 0), got {outputs!r}")
     if not name.isidentifier():
         raise ValueError(f"exercise name {name!r} must be a Python identifier")
-    for a in answers:
+    for a in tuple(answers) + tuple(allowed):
         if not isinstance(a, str) or ":" not in a:
-            raise ValueError(f"answers entries are 'module:attribute' strings, got {a!r}")
+            raise ValueError(f"answers and allowed entries are 'module:attribute' strings, "
+                             f"got {a!r}")
 
     def deco(body: Callable) -> Exercise:
-        ex = Exercise(name, points, body, body.__module__, answers, outputs)
+        ex = Exercise(name, points, body, body.__module__, answers, outputs, allowed)
         old = _REGISTRY.get(name)
         if old is not None and old.module != ex.module:
             raise ValueError(f"exercise {name!r} is registered by both {old.module} and {ex.module}")

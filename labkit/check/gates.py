@@ -20,12 +20,13 @@ import re
 from typing import Callable
 
 from . import loops as _loops
+from .executed import executed
 from .framework import current, note
 from .guard import is_dispatcher, unwrap
 from .result import CheckFailure
 from labkit.inspect.ir import own_ir
 
-__all__ = ["native_bits", "native_lanes", "require_njit", "vectorized_gate", "lanes_gate",
+__all__ = ["native_bits", "native_lanes", "require_njit", "judged", "vectorized_gate", "lanes_gate",
            "no_branch_gate", "fma_gate", "no_fastmath_gate", "accumulators_gate",
            "not_blas_gate", "record_order", "hot_loop"]
 
@@ -101,14 +102,22 @@ def require_njit(fn, verdict: str = "not vectorised") -> Callable:
                                 "loop yourself")
 
 
+def judged(fn, signature, verdict: str = "not vectorised"):
+    """(dispatcher, numba signature) the gates read for the student's ``fn``: when ``signature``
+    holds the check's argument values, the student's function without the blocks those inputs
+    never execute (:mod:`labkit.check.executed`) — a loop behind a branch never taken is not
+    the loop that runs."""
+    disp = require_njit(fn, verdict)
+    return executed(disp, signature), _as_signature(signature)
+
+
 def _ir(fn, signature) -> str:
-    """The optimised IR the gates judge: the function's own (numba's wrappers aside) — or, when
-    it has no loop of its own, its own and that of the functions of its module it calls (the
-    student's helper that holds the loop; labkit's and numpy's code is in other modules)."""
-    disp, sig = require_njit(fn), _as_signature(signature)
-    own, has_loop = own_ir(disp, sig)
-    if has_loop:
-        return own
+    """The optimised IR the gates judge: the function's own (numba's wrappers aside) and that of
+    the functions of its module it calls and LLVM did not inline (the student's helpers, which
+    may hold the loop; labkit's and numpy's code is in other modules) — of the code that runs
+    (:func:`judged`)."""
+    disp, sig = judged(fn, signature)
+    own, _ = own_ir(disp, sig)
     helpers = _helper_parts(disp, sig, "llvm")
     return own if not helpers else own + "\n\n" + helpers
 
@@ -137,15 +146,16 @@ def vectorized_gate(fn: Callable, signature=None, *, min_bits: int | None = None
     On failure the message carries the vectoriser's own reason when it can be found."""
     from labkit import inspect as lk_inspect
 
-    disp = require_njit(fn)
-    signature = _as_signature(signature)
+    disp, signature = judged(fn, signature)
     native = native_bits()
     need = native if min_bits is None else min(int(min_bits), native)
     rep = lk_inspect.vector_report(disp, signature)
-    if not rep.vectorized and not own_ir(disp, signature)[1]:
-        helpers = _helper_parts(disp, signature, "asm")      # the loop is in a helper
+    if not rep.vectorized or int(rep.max_width_bits) < need:
+        helpers = _helper_parts(disp, signature, "asm")      # the loop may be in a helper
         if helpers:
-            rep = lk_inspect.vector_report_from_asm(helpers)
+            alt = lk_inspect.vector_report_from_asm(helpers)
+            if alt.vectorized and int(alt.max_width_bits) > int(rep.max_width_bits):
+                rep = alt
     width = int(rep.max_width_bits)
     _detail("vector_bits", width)
     _detail("native_bits", native)
@@ -210,10 +220,9 @@ def no_branch_gate(fn: Callable, signature, *, where: str | None = None, hint: s
 def fma_gate(fn: Callable, signature) -> int:
     """Require fused multiply-add instructions in the function's machine code."""
     from labkit import inspect as lk_inspect
-    disp, signature = require_njit(fn), _as_signature(signature)
+    disp, signature = judged(fn, signature, "technique missing")
     text = lk_inspect.asm(disp, signature)
-    if not own_ir(disp, signature)[1]:
-        text += "\n" + _helper_parts(disp, signature, "asm")    # the loop is in a helper
+    text += "\n" + _helper_parts(disp, signature, "asm")        # the loop may be in a helper
     n = len(re.findall(r"\b(v?fn?m(add|sub)\w*|fmla|fmadd|fmsub)\b", text))
     _detail("fma", n)
     if n:

@@ -161,6 +161,19 @@ def resolve_answers(answers) -> list[tuple[str, Any]]:
     return out
 
 
+def _allowed_for(name: str) -> tuple[str, ...]:
+    """The labkit functions exercise ``name`` lets the student's code call (``allowed=`` of its
+    ``@exercise``); none for an unknown name."""
+    if not name:
+        return ()
+    try:
+        from .framework import _REGISTRY
+    except ImportError:       # pragma: no cover - framework is part of this package
+        return ()
+    ex = _REGISTRY.get(name)
+    return tuple(getattr(ex, "allowed", ()) or ())
+
+
 def _ids(obj) -> set[int]:
     s = {id(obj)}
     py = getattr(obj, "py_func", None)
@@ -172,7 +185,8 @@ def _ids(obj) -> set[int]:
 class Guard:
     """Wraps the student's callable for a check body; attribute access passes through."""
 
-    def __init__(self, fn: Callable, answers=(), *, name: str = "", snapshot: Snapshot | None = None):
+    def __init__(self, fn: Callable, answers=(), *, name: str = "", snapshot: Snapshot | None = None,
+                 allowed=None):
         self.fn = fn
         self.name = name
         self.answers = resolve_answers(answers)
@@ -180,6 +194,9 @@ class Guard:
         for label, obj in self.answers:
             for i in _ids(obj):
                 self._answer_ids[i] = label
+        if allowed is None:
+            allowed = _allowed_for(name)
+        self._allowed = {i for _, obj in resolve_answers(allowed) for i in _ids(obj)}
         self.snapshot = snapshot or Snapshot()
         self.delegated: str | None = None
         self.tampered: list[str] = []
@@ -205,12 +222,28 @@ class Guard:
                 return self._answer_ids[i]
         if isinstance(obj, Guard):
             return self._answer_label(obj.fn)
-        return None
+        return self._offlimits(obj)
+
+    def _offlimits(self, obj) -> str | None:
+        """A label when ``obj`` is a function or kernel of labkit (the check's comparators and
+        helpers, an engine wrapped around the answer, any lab's kernel) that this exercise does
+        not name as allowed — off-limits wherever it was imported from (any cell)."""
+        py = getattr(obj, "py_func", obj)
+        if not (isinstance(py, (types.FunctionType, types.BuiltinFunctionType))
+                or is_dispatcher(obj)):
+            return None
+        mod = getattr(py, "__module__", "") or ""
+        if not (mod == "labkit" or mod.startswith("labkit.")):
+            return None
+        if any(i in self._allowed for i in _ids(obj)):
+            return None
+        if getattr(py, "__name__", "").startswith("labkit_answer_"):   # our own run-time tracer
+            return None
+        short = mod.split(".")[1] if mod.count(".") else mod
+        return f"{short}.{getattr(py, '__qualname__', getattr(py, '__name__', '?'))}"
 
     def static_checks(self) -> None:
         """Identity, bytecode (globals, attributes, closures, defaults, helpers) — before any call."""
-        if not self.answers:
-            return
         label = self._answer_label(self.fn)
         if label is not None:
             self._delegate(label, "your function is labkit's own kernel")
@@ -342,7 +375,7 @@ class Guard:
         """Compile a numba dispatcher for ``args`` with labkit's answers untouched, then read
         its typing for calls into them (a cached overload is recompiled fresh for that)."""
         fn = self.fn
-        if not is_dispatcher(fn) or not self.answers:
+        if not is_dispatcher(fn):
             return
         import numba
         try:

@@ -152,7 +152,8 @@ class Proxy:
             req = {k: self.req.get(k) for k in ("source", "imports", "constants", "filename",
                                                  "name_fn", "cell")}
             self._send({"op": "load", "req": req, "env": env, "exercise": self.exercise.name,
-                        "answers": tuple(self.exercise.answers)})
+                        "answers": tuple(self.exercise.answers),
+                        "allowed": tuple(getattr(self.exercise, "allowed", ()))})
             msg = self._recv()
         except CheckFailure as e:
             return e.message, e.verdict, []

@@ -138,9 +138,56 @@ def _load(req: dict, cache: dict):
         notes.append(_dropped_note(dropped))
     name = req.get("name_fn") or ""
     if name not in ns:
-        return None, notes, (f"{name or 'your function'} is not defined by the cell's definitions "
-                             "(the check loads only its imports, functions and constants)")
+        return None, notes, missing_message(source, name)
     return ns[name], notes, None
+
+
+def _assignments(source: str, name: str):
+    """(kind, line) of each top-level statement of ``source`` that binds ``name``: ``"def"``,
+    ``"lambda"`` or ``"value"`` (any other assignment)."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            out.append(("def", node.lineno))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                kind = "lambda" if isinstance(node.value, ast.Lambda) else "value"
+                out.append((kind, node.lineno))
+    return out
+
+
+def missing_message(source: str, name: str) -> str:
+    """Why the cell's definitions do not give ``name``: a lambda, a value built by code, or no
+    definition at all — each in its own words."""
+    who = name or "your function"
+    binds = _assignments(source, name) if name else []
+    kinds = {k for k, _ in binds}
+    if "lambda" in kinds:
+        line = next(ln for k, ln in binds if k == "lambda")
+        return (f"{who} is a lambda (line {line}): the check loads functions written with def — "
+                f"write `def {who}(…):` (with @njit where the exercise compiles it)")
+    if "value" in kinds:
+        line = next(ln for k, ln in binds if k == "value")
+        return (f"{who} is assigned by code (line {line}), which the check does not run — "
+                f"define it with `def {who}(…):` in the exercise cell")
+    return (f"{who} is not defined by the cell's definitions (the check loads only its imports, "
+            "functions and constants)")
+
+
+def redefined_note(source: str, name: str) -> str:
+    """A note when ``name`` is defined more than once in the cell (the last one is judged)."""
+    lines = [ln for k, ln in _assignments(source, name) if k == "def"] if name else []
+    if len(lines) < 2:
+        return ""
+    return (f"{name} is defined {len(lines)} times in this cell (lines "
+            f"{', '.join(map(str, lines))}): the check judges the last one, line {lines[-1]}, "
+            "as Python does — delete the others")
 
 
 def _prune_path() -> None:
@@ -196,14 +243,15 @@ def _resolve(req: dict, cache: dict, ex, deadline: float, timeout: float):
     ns, dropped, err = _strict(req, cache)
     name = req.get("name_fn") or ""
     obj = ns.get(name) if ns is not None else None
+    twice = redefined_note(req.get("source") or "", name) if req.get("cell", True) else ""
     if err is None and is_dispatcher(obj):
         notes = [_dropped_note(dropped)] if dropped and req.get("cell", True) else []
-        return obj, notes, None, "", None
+        return obj, notes + [twice] * bool(twice), None, "", None
     if err is not None and err.startswith("the cell does not parse"):
         return None, [], err, "error", None
     proxy = Proxy(req, ex, deadline, timeout, inert=obj)
     perr, verdict, notes = proxy.start()
-    notes = notes if req.get("cell", True) else []
+    notes = (notes + [twice] * bool(twice)) if req.get("cell", True) else []
     if perr is not None:
         proxy.close()
         return None, notes, perr, verdict, None

@@ -26,8 +26,9 @@ def _no_ctpop_gate(student, signature) -> None:
     """No ``llvm.ctpop`` (the hardware popcount, or a bit trick LLVM recognised as one) in the
     student's optimised IR: the exercise is the lookup."""
     from labkit import inspect as lk_inspect
-    from labkit.check.gates import _as_signature
-    ir = lk_inspect.llvm_ir(require_njit(student, "technique missing"), _as_signature(signature))
+    from labkit.check.gates import judged
+    disp, sig = judged(student, signature, "technique missing")    # the code that runs
+    ir = lk_inspect.llvm_ir(disp, sig)
     hits = re.findall(r"@llvm\.ctpop\.[\w.]+", ir)
     if hits:
         raise CheckFailure("technique missing",
@@ -150,12 +151,22 @@ def ands_from_scratch(n: int, order: int) -> int:
     return math.comb(n, order) * sum(3 ** d for d in range(2, order + 1))
 
 
-class _Counter:
-    """``extend(parent, snp)`` for the check: the child table, its row ANDs counted."""
+def _table_key(a) -> tuple:
+    a = np.ascontiguousarray(a)
+    return (a.shape, str(a.dtype), a.tobytes())
 
-    def __init__(self):
+
+class _Counter:
+    """``extend(parent, snp)`` for the check: the child table, its row ANDs counted — and which
+    tables it built from which parents, so the work is judged, not the calls: a visited table
+    must be one extend built, from a chain of extend's tables rooted at a SNP's rows (a table
+    computed elsewhere, with calls on other arrays padding the count, is not)."""
+
+    def __init__(self, bits=None):
         self.ands = 0
         self.calls = 0
+        self._snps = set() if bits is None else {_table_key(b) for b in np.asarray(bits)}
+        self._made: dict = {}           # table key -> parent key (the first build)
 
     def __call__(self, parent, snp):
         parent = np.asarray(parent)
@@ -167,7 +178,20 @@ class _Counter:
         self.ands += 3 * parent.shape[0]
         self.calls += 1
         W = parent.shape[1]
-        return (parent[:, None, :] & snp[None, :, :]).reshape(-1, W)
+        child = (parent[:, None, :] & snp[None, :, :]).reshape(-1, W)
+        if self._snps and _table_key(snp) in self._snps:
+            self._made.setdefault(_table_key(child), _table_key(parent))
+        return child
+
+    def built(self, table) -> bool:
+        """True when extend built ``table`` from a chain of its own tables that starts at a
+        SNP's 3 rows."""
+        key, hops = _table_key(table), 0
+        while key in self._made and hops < 64:
+            key, hops = self._made[key], hops + 1
+            if key in self._snps:
+                return True
+        return False
 
 
 def _expected_table(bits, combo):
@@ -186,6 +210,7 @@ def check_prefix_reuse(student):
     ``extend(parent, bits[j])`` — and the row ANDs that ``extend`` counts are the depth-first
     count (each prefix's table built once), not the from-scratch count."""
     r = rng()
+    counted: list = []          # (n, order, the student's row ANDs, reuse, from scratch)
     for n, order, W in ((7, 3, 2), (int(r.integers(8, 11)), 3, 1), (7, 4, 1), (5, 2, 1)):
         bits = r.integers(0, 2**64, (n, 3, W), dtype=np.uint64, endpoint=False)
         seen: dict = {}
@@ -200,8 +225,11 @@ def check_prefix_reuse(student):
                 bad.append(f"{c} visited twice")
             exp = _expected_table(_bits, c)
             seen[c] = np.array_equal(np.asarray(table), exp)
+            if seen[c] and not ext.built(table):
+                unbuilt.append(c)
 
-        ext = _Counter()
+        ext = _Counter(bits)
+        unbuilt: list = []
         student(bits.copy(), order, ext, visit)
         if bad:
             raise CheckFailure("wrong", bad[0])
@@ -213,6 +241,12 @@ def check_prefix_reuse(student):
         if wrong:
             raise CheckFailure("wrong", f"the table visited for {wrong[0]} is not row r·3 + g "
                                         "= parent row r AND genotype row g of the last SNP")
+        if unbuilt:
+            raise CheckFailure("technique missing",
+                               f"the table visited for {unbuilt[0]} was not built by extend "
+                               "from its prefix's table (itself built by extend, down to the "
+                               "first SNP's rows) — extend is where the work is counted; build "
+                               "every table with it")
         reuse, scratch = ands_with_reuse(n, order), ands_from_scratch(n, order)
         if ext.ands == scratch and reuse != scratch:
             raise CheckFailure("technique missing",
@@ -226,9 +260,11 @@ def check_prefix_reuse(student):
                                f"{n} SNPs; the depth-first walk takes {reuse} (from scratch: "
                                f"{scratch}) — every table must come from extend(parent, "
                                "bits[j]), each prefix's once")
-    return (f"every combination visited once; row ANDs = the prefix-reuse count "
-            f"({ands_with_reuse(7, 3)} for order 3 over 7 SNPs, from scratch "
-            f"{ands_from_scratch(7, 3)})")
+        counted.append((n, order, ext.ands, reuse, scratch))
+    n, order, did, reuse, scratch = counted[0]
+    same = "the prefix-reuse count" if did == reuse else f"prefix reuse: {reuse}"
+    return (f"every combination visited once; your walk did {did} row ANDs for order {order} "
+            f"over {n} SNPs ({same}; from scratch {scratch})")
 
 
 # ---------------------------------------------------------------- prediction

@@ -83,9 +83,26 @@ def _signature_args(fn, signature) -> tuple:
                 except Exception:  # noqa: BLE001
                     raise ValueError(f"cannot infer a numba type for example argument "
                                      f"{type(a).__name__}; pass numba types instead.") from None
-        return tuple(out)
+        return with_defaults(fn, tuple(out))
     raise TypeError(f"signature must be None, numba types, a signature string or a tuple of "
                     f"example arguments, got {type(signature).__name__}.")
+
+
+def with_defaults(fn, args: tuple) -> tuple:
+    """``args`` (numba types) completed with ``Omitted(default)`` for the trailing parameters of
+    ``fn`` the example arguments leave out — how numba types a call that uses the defaults (a
+    student's ``def f(a, b=3)`` called as ``f(a)``)."""
+    numba = _numba()
+    py = getattr(fn, "py_func", fn)
+    code = getattr(py, "__code__", None)
+    defaults = getattr(py, "__defaults__", None) or ()
+    if code is None or not defaults:
+        return args
+    nparams = code.co_argcount
+    missing = nparams - len(args)
+    if missing <= 0 or missing > len(defaults):
+        return args
+    return args + tuple(numba.types.Omitted(d) for d in defaults[len(defaults) - missing:])
 
 
 _FRESH: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()

@@ -113,7 +113,7 @@ def measured_cycle_rounds(n: int = 1 << 14, rounds: int = 9) -> list[tuple[float
     return sorted(per)
 
 
-@exercise("latency", points=1)
+@exercise("latency", points=1, allowed=("labkit.hardware:info",))
 def check_latency(student):
     """The predicted cycles per element of ``dot_plain`` within 25 % of the measured value (the
     least-disturbed of 9 back-to-back clock + kernel rounds, in CPU time; 9 more when the

@@ -1,0 +1,348 @@
+"""Issue 33, class 2: technique gates judge the code the check's inputs execute. Fake students
+hide the gated technique (a vector loop, an FMA block, a branch-free helper) behind a branch
+the inputs never take, while the loop that runs lacks it; honest students with a branch their
+inputs never take (a remainder, an empty-input guard) keep full marks. Every student is a
+top-level definition: the trusted worker loads this file's definitions as it loads a cell's."""
+import numpy as np
+from numba import njit
+
+from labkit import check
+from labkit.check import executed
+
+
+# ------------------------------------------------------------------ lesson 00: colsum
+@njit
+def colsum_dead_vector(a):
+    """The vector (row-wise) loop runs only for a negative entry (the inputs are in [0, 1)); the
+    column-wise scalar sum (one float chain per column, in numpy's order) is what runs."""
+    n, m = a.shape
+    out = np.zeros(m)
+    if a.size and a[0, 0] < -1.0:
+        for i in range(n):
+            for j in range(m):
+                out[j] += a[i, j]
+        return out
+    for j in range(m):
+        s = 0.0
+        for i in range(n):
+            s += a[i, j]
+        out[j] = s
+    return out
+
+
+@njit
+def colsum_vector_helper(a, out):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[j] += a[i, j]
+    return out
+
+
+@njit
+def colsum_dead_helper(a):
+    """The vector loop sits in a helper called only when the matrix is empty."""
+    n, m = a.shape
+    out = np.zeros(m)
+    if n * m == -1:
+        return colsum_vector_helper(a, out)
+    for j in range(m):
+        s = 0.0
+        for i in range(n):
+            s += a[i, j]
+        out[j] = s
+    return out
+
+
+@njit
+def colsum_honest_guard(a):
+    """Honest: an empty-input guard the 600×600 input never takes."""
+    n, m = a.shape
+    out = np.zeros(m)
+    if n == 0 or m == 0:
+        return out
+    for i in range(n):
+        for j in range(m):
+            out[j] += a[i, j]
+    return out
+
+
+@njit
+def colsum_honest_via_helper(a):
+    """Honest: the vector loop in a helper that runs."""
+    return colsum_vector_helper(a, np.zeros(a.shape[1]))
+
+
+def test_colsum_vector_loop_behind_a_dead_branch_is_not_vectorised():
+    r = check.colsum(colsum_dead_vector)
+    assert r.verdict == "not vectorised" and r.points == 0, str(r)
+    assert "never ran" in r.message and "line" in r.message, str(r)
+
+
+def test_colsum_vector_helper_called_on_a_dead_branch_is_not_vectorised():
+    r = check.colsum(colsum_dead_helper)
+    assert r.verdict == "not vectorised" and r.points == 0, str(r)
+    assert "never ran" in r.message, str(r)
+
+
+def test_colsum_honest_students_with_untaken_guard_or_helper_pass():
+    for student in (colsum_honest_guard, colsum_honest_via_helper):
+        r = check.colsum(student)
+        assert r.passed, (student.__name__, str(r))
+
+
+# ------------------------------------------------------------------ lesson 00: softsign
+@njit(error_model="numpy")
+def softsign_dead_vector(x, out):
+    """A vector loop for lengths that never occur; a loop with an early exit (not vectorised)
+    does the work."""
+    n = x.size
+    if n > 1 << 40:
+        for i in range(n):
+            out[i] = x[i] / (1.0 + abs(x[i]))
+        return out
+    i = 0
+    while i < n:
+        out[i] = x[i] / (1.0 + abs(x[i]))
+        if out[i] > 2.0:
+            break
+        i += 1
+    return out
+
+
+@njit(error_model="numpy")
+def softsign_honest_tail(x, out):
+    """Honest: a 4-wide main loop and a remainder loop (4096 elements: the remainder never runs)."""
+    n = x.size
+    m = n - n % 4
+    for i in range(m):
+        out[i] = x[i] / (1.0 + abs(x[i]))
+    for i in range(m, n):
+        out[i] = x[i] / (1.0 + abs(x[i]))
+    return out
+
+
+def test_softsign_dead_vector_loop_fails_and_honest_tail_passes():
+    r = check.softsign(softsign_dead_vector)
+    assert r.verdict == "not vectorised" and r.points == 0, str(r)
+    assert "never ran" in r.message, str(r)
+    r = check.softsign(softsign_honest_tail)
+    assert r.passed, str(r)
+
+
+# ------------------------------------------------------------------ lesson 00: dot_partials
+@njit
+def dot_dead_partials(x, y):
+    """Eight sums written out, behind a branch taken only for odd lengths above 2**40; one sum
+    runs."""
+    n = x.size
+    if n > (1 << 40) and n % 2 == 1:
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+        for i in range(0, n - 7, 8):
+            s0 += x[i] * y[i]
+            s1 += x[i + 1] * y[i + 1]
+            s2 += x[i + 2] * y[i + 2]
+            s3 += x[i + 3] * y[i + 3]
+            s4 += x[i + 4] * y[i + 4]
+            s5 += x[i + 5] * y[i + 5]
+            s6 += x[i + 6] * y[i + 6]
+            s7 += x[i + 7] * y[i + 7]
+        return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
+    s = 0.0
+    for i in range(n):
+        s += x[i] * y[i]
+    return s
+
+
+def test_dot_partials_behind_a_dead_branch_is_technique_missing():
+    r = check.dot_partials(dot_dead_partials)
+    assert r.verdict == "technique missing" and r.points == 0, str(r)
+    assert "accumulator" in r.message and "never ran" in r.message, str(r)
+
+
+# ------------------------------------------------------------------ the probe itself
+def test_probe_reports_blocks_and_keeps_the_students_function_when_all_ran():
+    a = np.random.default_rng(1).random((50, 40))
+    cov = executed.coverage(colsum_honest_via_helper, (a,))
+    assert cov.skipped == 0 and cov.dispatcher is colsum_honest_via_helper and not cov.why
+    cov = executed.coverage(colsum_dead_vector, (a,))
+    assert cov.skipped == 1 and cov.dispatcher is not colsum_dead_vector
+    assert cov.lines and cov.lines[0][0] == "colsum_dead_vector"
+    # the pruned copy still computes what ran
+    assert np.array_equal(cov.dispatcher(a), colsum_dead_vector(a))
+    # example types (no values): nothing to run, the student's own function is judged
+    import numba
+    cov = executed.coverage(colsum_dead_vector, (numba.typeof(a),))
+    assert cov.dispatcher is colsum_dead_vector and cov.why
+
+
+def test_probe_does_not_change_the_callers_arrays():
+    a = np.random.default_rng(2).random((8, 9))
+    keep = a.copy()
+    out = np.zeros(9)
+    executed.coverage(colsum_vector_helper, (a, out))
+    assert np.array_equal(a, keep) and not out.any()
+
+
+# ------------------------------------------------------------------ lab 03: block4x4 (source)
+def _pcc_solution():
+    from labkit.check.falsefail import solutions
+    return next(s for s in solutions() if s.lab == "pcc" and s.name == "block4x4")
+
+
+_PAIR_MAIN = '''
+
+@njit(fastmath=True)
+def my_block4x4(Z, i, j, out):
+    if Z[i, 0] > 1e300:                  # never: the inputs are standard normal
+        fast_block(Z, i, j, out)
+        return
+    l = Z.shape[1]
+    for r in range(4):
+        for c in range(4):
+            s = 0.0
+            for k in range(l):
+                s += Z[i + r, k] * Z[j + c, k]
+            out[r, c] = s
+'''
+
+
+def test_block4x4_register_block_in_a_dead_helper_call_fails_the_block_gate():
+    sol = _pcc_solution()
+    helper = sol.source.replace(f"def {sol.function}(", "def fast_block(")
+    r = check.run_source("block4x4", helper + _PAIR_MAIN, sol.imports, function="my_block4x4")
+    assert r.verdict == "technique missing" and "per load" in r.message, str(r)
+    assert "never ran" in r.message, str(r)
+    # the same helper, called: the register block runs, and passes
+    live = helper + _PAIR_MAIN.replace("if Z[i, 0] > 1e300:", "if Z.shape[0] > 0:")
+    r = check.run_source("block4x4", live, sol.imports, function="my_block4x4")
+    assert r.passed, str(r)
+
+
+# ================================================================== issue 33, class 4
+# Delegation beyond answers=: any labkit function the exercise does not name as allowed —
+# the check's own comparator, its measurement helpers, another kernel — wherever imported.
+from labkit.lesson00 import colsum_reference as _their_reference        # a "plain cell" import
+from labkit.lesson00 import checks as _l0_checks
+from labkit.lesson00 import kernels as _K
+
+
+def colsum_calls_the_checks_comparator(a):
+    return _their_reference(a)
+
+
+@njit
+def colsum_numba_calls_another_kernel(a):
+    return _K.colsum_naive(a)
+
+
+def latency_reads_the_checkers_measurement():
+    return round(min(r[0] for r in _l0_checks.measured_cycle_rounds(rounds=3)))
+
+
+def test_the_checks_own_comparator_and_other_kernels_are_off_limits():
+    for student in (colsum_calls_the_checks_comparator, colsum_numba_calls_another_kernel):
+        r = check.colsum(student)
+        assert r.verdict == "uses labkit's answer" and r.points == 0, (student.__name__, str(r))
+    r = check.colsum(colsum_calls_the_checks_comparator)
+    assert "colsum_reference" in r.message, str(r)
+
+
+def test_the_checkers_measurement_helper_is_off_limits_but_hardware_info_is_allowed():
+    r = check.latency(latency_reads_the_checkers_measurement)
+    assert r.verdict == "uses labkit's answer" and "measured_cycle_rounds" in r.message, str(r)
+
+
+# work-counting gates count work done: prefix_reuse's extend must have built what is visited
+def dfs_pads_the_count(bits, order, extend, visit):
+    """Walks the honest order, but visits tables it ANDs itself with numpy; extend is called
+    with zero tables of the right shapes, only so that its count reads the reuse count."""
+    n = bits.shape[0]
+
+    def walk(table, combo, start):
+        if len(combo) == order:
+            visit(combo, table)
+            return
+        for j in range(start, n - (order - len(combo)) + 1):
+            if not combo:
+                child = bits[j]
+            else:
+                extend(np.zeros_like(table), bits[j])                    # padding: no work
+                child = (table[:, None, :] & bits[j][None, :, :]).reshape(-1, bits.shape[2])
+            walk(child, combo + (j,), j + 1)
+
+    walk(None, (), 0)
+
+
+def dfs_honest_copies(bits, order, extend, visit):
+    """Honest, and visits a copy of each table extend built."""
+    n = bits.shape[0]
+
+    def walk(table, combo, start):
+        if len(combo) == order:
+            visit(combo, table.copy())
+            return
+        for j in range(start, n - (order - len(combo)) + 1):
+            child = bits[j] if not combo else extend(table, bits[j])
+            walk(child, combo + (j,), j + 1)
+
+    walk(None, (), 0)
+
+
+def test_prefix_reuse_padding_calls_do_not_count_and_honest_copies_pass():
+    r = check.prefix_reuse(dfs_pads_the_count)
+    assert r.verdict == "technique missing" and "not built by extend" in r.message, str(r)
+    r = check.prefix_reuse(dfs_honest_copies)
+    assert r.passed, str(r)
+
+
+def dfs_one_extra_table(bits, order, extend, visit):
+    """Honest, plus one table built and never used: the message quotes the walk's own count."""
+    extend(bits[0], bits[1])
+    dfs_honest_copies(bits, order, extend, visit)
+
+
+def test_prefix_reuse_message_quotes_the_students_own_count():
+    r = check.prefix_reuse(dfs_honest_copies)
+    assert r.passed and "your walk did 1080 row ANDs" in r.message, str(r)
+    assert "prefix-reuse count" in r.message, str(r)
+    r = check.prefix_reuse(dfs_one_extra_table)
+    assert r.passed and "your walk did 1089 row ANDs" in r.message, str(r)
+    assert "prefix reuse: 1080" in r.message, str(r)
+
+
+# ================================================================== issue 41: mishap messages
+_IMPORTS = "import numpy as np\nfrom numba import njit\n"
+_LOOP = ("@njit\ndef my_colsum(a):\n    out = np.zeros(a.shape[1])\n    for i in range(a.shape[0]):\n"
+         "        for j in range(a.shape[1]):\n            out[j] += a[i, j]\n    return out\n")
+
+
+def test_a_lambda_a_name_error_and_a_second_definition_each_get_their_own_message():
+    r = check.run_source("colsum", "my_colsum = lambda a: a.sum(0)\n", _IMPORTS, function="my_colsum")
+    assert not r.passed and "is a lambda (line 1)" in r.message and "def my_colsum" in r.message, str(r)
+    r = check.run_source("colsum", "@njit\ndef my_colsum(a):\n    return helper_from_nowhere(a)\n",
+                         _IMPORTS, function="my_colsum")
+    assert r.verdict == "error" and "'helper_from_nowhere'" in r.message, str(r)
+    assert "NameError" in r.message and "not implemented" not in r.message, str(r)
+    two = "@njit\ndef my_colsum(a):\n    return a.sum(0)\n\n" + _LOOP
+    r = check.run_source("colsum", two, _IMPORTS, function="my_colsum")
+    assert r.passed and "defined 2 times" in r.message and "line 6" in r.message, str(r)
+    r = check.run_source("colsum", _LOOP, _IMPORTS, function="my_colsum")
+    assert r.passed and "defined" not in r.message, str(r)
+
+
+def test_the_probe_runs_no_student_code_in_the_worker(tmp_path):
+    """The strict loader strips annotations; the probe rebuilds the function from its source and
+    must not evaluate them (or defaults, or decorators) in the trusted worker either."""
+    marker = tmp_path / "ran"
+    src = (f"@njit\ndef my_colsum(a: open({str(marker)!r}, 'w').close(), "
+           f"b=3):\n"
+           "    out = np.zeros(a.shape[1])\n"
+           "    if a.size and a[0, 0] < -1.0:\n"
+           "        out[0] = b\n"
+           "    for i in range(a.shape[0]):\n"
+           "        for j in range(a.shape[1]):\n"
+           "            out[j] += a[i, j]\n"
+           "    return out\n")
+    r = check.run_source("colsum", src, _IMPORTS, function="my_colsum")
+    assert not marker.exists(), "an annotation ran in the worker"
+    assert r.passed, str(r)
