@@ -5,6 +5,7 @@ inputs never take (a remainder, an empty-input guard) keep full marks. Every stu
 top-level definition: the trusted worker loads this file's definitions as it loads a cell's."""
 import numpy as np
 from numba import njit
+from numba import prange as numba_prange
 
 from labkit import check
 from labkit.check import executed
@@ -346,3 +347,65 @@ def test_the_probe_runs_no_student_code_in_the_worker(tmp_path):
     r = check.run_source("colsum", src, _IMPORTS, function="my_colsum")
     assert not marker.exists(), "an annotation ran in the worker"
     assert r.passed, str(r)
+
+
+# ================================================================== issue 41: flat_tiles on a busy machine
+_BS_IMPORTS = ("import numpy as np\nimport numba\nfrom numba import njit, prange\n"
+               "from labkit import bspline as bs\n")
+_FLAT = '''
+@njit(parallel=True)
+def my_batch_tiles(tcoefs, idx, pref, out):
+    M, P = tcoefs.shape[0], idx.shape[0]
+    for t in prange(P * M):
+        p = t // M
+        m = t - p * M
+        bs.vgh_soa(tcoefs[m], idx[p], pref[p], out[p, m])
+'''
+_SERIAL_INNER = '''
+@njit(parallel=True)
+def my_batch_tiles(tcoefs, idx, pref, out):
+    M, P = tcoefs.shape[0], idx.shape[0]
+    for p in prange(P):
+        for m in range(M):
+            bs.vgh_soa(tcoefs[m], idx[p], pref[p], out[p, m])
+'''
+_SERIAL_OUTER = _SERIAL_INNER.replace("for p in prange(P):\n        for m in range(M):",
+                                      "for m in prange(M):\n        for p in range(P):")
+
+
+def test_flat_tiles_counts_threads_so_a_busy_machine_cannot_pass_a_serial_inner_loop():
+    import numba
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        import pytest
+        pytest.skip("one thread: the check does not judge the second thread")
+    for src, shape in ((_SERIAL_INNER, "one walker, 16 tiles"), (_SERIAL_OUTER, "16 walkers")):
+        r = check.run_source("flat_tiles", src, _BS_IMPORTS)
+        assert r.verdict == "technique missing" and shape in r.message, str(r)
+        assert "ran on one thread" in r.message, str(r)
+    r = check.run_source("flat_tiles", _FLAT, _BS_IMPORTS)
+    assert r.passed and "threads (counted)" in r.message, str(r)
+
+
+def test_thread_count_is_per_block():
+    import numba
+    from labkit.check.executed import threads_per_block
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        import pytest
+        pytest.skip("one thread")
+    a = np.zeros(16)
+    assert threads_per_block(_flat_probe, (a, 1, 16)) >= 2
+    assert threads_per_block(_serial_probe, (a, 1, 16)) == 1
+    assert not a.any()
+
+
+@njit(parallel=True)
+def _flat_probe(a, P, M):
+    for t in numba_prange(P * M):
+        a[t] += 1.0
+
+
+@njit(parallel=True)
+def _serial_probe(a, P, M):
+    for p in numba_prange(P):
+        for m in range(M):
+            a[p * M + m] += 1.0

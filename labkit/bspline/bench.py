@@ -443,13 +443,17 @@ def tile_sweep(inputs: BsplineInputs, tiles=(16, 32, 64, 128, 256, 512), threads
 
 def layout_throughputs(inputs: BsplineInputs, tile: int = 64, threads: int = 1, repeat: int = 3,
                        min_time: float = 0.03, clock: str | None = None,
-                       batch: int | None = None) -> dict:
+                       batch: int | None = None, samples: bool = False) -> dict:
     """Throughput (VGH/s) of AoS, SoA and AoSoA (``tile``) on ``inputs``, timed interleaved;
-    CPU time for one thread, wall time for more (see time_interleaved)."""
+    CPU time for one thread, wall time for more (see time_interleaved). ``samples=True``: each
+    layout's list of per-repeat throughputs instead of the median (for ``labkit.bench.claim``
+    with ``kind="rate"``)."""
     funcs = {"aos": Workload(inputs, "aos", threads=threads, batch=batch),
              "soa": Workload(inputs, "soa", threads=threads, batch=batch),
              f"aosoa Nb={tile}": Workload(inputs, "aosoa", tile=tile, threads=threads,
                                           batch=batch)}
     clock = clock or ("cpu" if threads == 1 else "wall")
-    secs = time_interleaved(funcs, clock=clock, repeat=repeat, min_time=min_time)
+    secs = time_interleaved(funcs, clock=clock, repeat=repeat, min_time=min_time, samples=samples)
+    if samples:
+        return {k: [funcs[k].work / t for t in v] for k, v in secs.items()}
     return {k: funcs[k].work / v for k, v in secs.items()}

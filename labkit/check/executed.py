@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["executed", "explain", "coverage", "Coverage"]
+__all__ = ["executed", "explain", "coverage", "Coverage", "threads_per_block"]
 
 _COV = "_labkit_cov_"
+_TID = "_labkit_thread_id_"
 _PRUNED_MESSAGE = "labkit: this block never ran on the check's inputs"
 _MAX_HELPERS = 12
 #: (id(py_func), argument ids) -> Coverage, per check process (one probe serves every gate)
@@ -119,8 +120,10 @@ class _Blocks(ast.NodeTransformer):
     """Number every statement list; ``counters`` instruments them, ``prune`` (a set of block
     numbers) replaces those by ``raise``."""
 
-    def __init__(self, start: int, helpers: set, counters: bool, prune: set | None = None):
+    def __init__(self, start: int, helpers: set, counters: bool, prune: set | None = None,
+                 threads: bool = False):
         self.n, self.helpers, self.counters, self.prune = start, helpers, counters, prune or set()
+        self.threads = threads
         self.first_line: dict[int, int] = {}
         self.parent: dict[int, int | None] = {}
         self._stack: list[int] = []
@@ -137,7 +140,8 @@ class _Blocks(ast.NodeTransformer):
         if k in self.prune:
             return [ast.parse(f"raise RuntimeError({_PRUNED_MESSAGE!r})").body[0]]
         if self.counters:
-            inc = ast.parse(f"{_COV}[{k}] += 1").body[0]
+            at = f"{k}, {_TID}()" if self.threads else f"{k}"
+            inc = ast.parse(f"{_COV}[{at}] += 1").body[0]
             return [inc] + stmts
         return stmts
 
@@ -171,10 +175,13 @@ class _Blocks(ast.NodeTransformer):
         return node
 
 
-def _build(py, helpers: dict, disp, counters: bool, prune: set | None = None):
-    """(njit'd main, {block: (function, line)}, block count) rebuilt in a copy of the namespace."""
+def _build(py, helpers: dict, disp, counters: bool, prune: set | None = None,
+           threads: bool = False):
+    """(njit'd main, {block: (function, line)}, block count) rebuilt in a copy of the namespace;
+    ``threads``: the counters are per block and thread (``numba.get_thread_id``)."""
     import numba
     ns = dict(py.__globals__)
+    ns[_TID] = numba.get_thread_id
     names = {py.__name__: disp, **helpers}
     where: dict[int, tuple[str, int]] = {}
     parent: dict[int, int | None] = {}
@@ -182,7 +189,7 @@ def _build(py, helpers: dict, disp, counters: bool, prune: set | None = None):
     module = ast.Module(body=[], type_ignores=[])
     for name, d in names.items():
         fd = _funcdef(d.py_func)
-        tr = _Blocks(start, set(helpers), counters, prune)
+        tr = _Blocks(start, set(helpers), counters, prune, threads)
         fd = tr.visit(fd)
         for k, ln in tr.first_line.items():
             where[k] = (d.py_func.__name__, ln)
@@ -245,6 +252,27 @@ def _probe(disp, py, args) -> Coverage:
     outer = [k for k in never if parent.get(k) not in never]
     lines = sorted({where[k] for k in outer}, key=lambda t: (t[0] != py.__name__, t[1]))
     return Coverage(pruned, skipped=len(outer), blocks=nblocks, lines=lines)
+
+
+def threads_per_block(fn, args) -> int | None:
+    """The most threads that ran any one block of ``fn`` (and its same-cell helpers) on copies of
+    ``args``: ≥ 2 when a parallel loop spread the block's iterations, 1 when one thread did all
+    of them (a ``prange`` with one iteration and a serial loop inside). None when the probe
+    cannot run (see the module's docstring). numba's parallel loops split their iterations
+    among the threads up front, so the count does not depend on the machine's load."""
+    import numba
+    from .guard import is_dispatcher, unwrap
+    disp = unwrap(fn)
+    if not is_dispatcher(disp) or not _is_values(args) or disp.py_func.__closure__:
+        return None
+    try:
+        py = disp.py_func
+        inst, _, nblocks = _build(py, _helpers(py), disp, counters=True, threads=True)
+        cov = np.zeros((max(nblocks, 1), numba.config.NUMBA_NUM_THREADS), np.int64)
+        inst(cov, *_copy(args))
+    except Exception:  # noqa: BLE001 - the probe failed: no count
+        return None
+    return int((cov > 0).sum(axis=1).max()) if cov.size else 0
 
 
 def executed(fn, args):

@@ -12,6 +12,8 @@ The package, by concern (each module's docstring says how it gets its text):
 * :mod:`.views` — ``show`` (highlighted listing, hot loop found) and ``diff``.
 * :mod:`.remarks` — the loop vectoriser's remarks explained; ``remarks``, ``explain``.
 * :mod:`.annotate` — source lines with their loop verdicts and assembly; ``annotate``.
+* :mod:`.uarch` — the hot loop's predicted bound (ports or a loop-carried dependency) from
+  OSACA's core models; ``predict``.
 
 Everything public is re-exported here: ``from labkit import inspect as lk; lk.vector_report(fn)``.
 """
@@ -23,9 +25,10 @@ from .remarks import EXPLANATIONS, LoopRemark, Remarks, explain, remarks
 from .retarget import compile_for, known_cpus
 from .vector import VectorReport, vector_report, vector_report_from_asm
 from .views import Diff, Listing, diff, show
+from .uarch import Prediction, predict
 
 __all__ = [
     "llvm_ir", "asm", "vector_report", "vector_report_from_asm", "VectorReport",
-    "compile_for", "show", "Listing", "diff", "Diff", "remarks", "Remarks", "LoopRemark",
+    "compile_for", "show", "Listing", "diff", "predict", "Prediction", "Diff", "remarks", "Remarks", "LoopRemark",
     "annotate", "Annotation", "EXPLANATIONS", "explain", "known_cpus",
 ]
