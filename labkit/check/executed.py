@@ -35,6 +35,7 @@ _PRUNED_MESSAGE = "labkit: this block never ran on the check's inputs"
 _MAX_HELPERS = 12
 #: (id(py_func), argument ids) -> Coverage, per check process (one probe serves every gate)
 _CACHE: dict = {}
+_THREAD_BUILDS: dict = {}       # id(py_func) -> (py_func, instrumented dispatcher, where, blocks)
 
 
 class Coverage:
@@ -221,7 +222,7 @@ def coverage(fn, args) -> Coverage:
     if hit is not None and hit[0] is py:
         return hit[1]
     result = _probe(disp, py, args)
-    if len(_CACHE) > 64:
+    if len(_CACHE) >= 8:                                # the inputs are kept alive: few
         _CACHE.clear()
     _CACHE[key] = (py, result, args)                    # args kept: their ids stay theirs
     return result
@@ -267,7 +268,12 @@ def threads_per_block(fn, args) -> int | None:
         return None
     try:
         py = disp.py_func
-        inst, _, nblocks = _build(py, _helpers(py), disp, counters=True, threads=True)
+        hit = _THREAD_BUILDS.get(id(py))
+        if hit is None or hit[0] is not py:    # one instrumented copy per function: compiled once
+            _THREAD_BUILDS.clear()
+            hit = _THREAD_BUILDS[id(py)] = (py,) + _build(py, _helpers(py), disp, counters=True,
+                                                           threads=True)
+        _, inst, _, nblocks = hit
         cov = np.zeros((max(nblocks, 1), numba.config.NUMBA_NUM_THREADS), np.int64)
         inst(cov, *_copy(args))
     except Exception:  # noqa: BLE001 - the probe failed: no count

@@ -108,8 +108,8 @@ class Prediction:
             tail = ("faster than the model allows: the model is pessimistic for this core "
                     "(or the clock measured is not the one the loop ran at)")
         elif r <= 1.25:
-            tail = ("the " + ("dependency chain" if self.bound == "dependency" else "ports")
-                    + " are the limit, as predicted")
+            tail = ("the dependency chain is the limit, as predicted" if self.bound == "dependency"
+                    else "the ports are the limit, as predicted")
         elif r <= 2.5:
             tail = ("above the bound: part of the time goes to what the model leaves out — "
                     "cache misses, the front end, a lower clock")
@@ -164,10 +164,11 @@ def _elements(loop: list[str], itemsize: int | None) -> int | None:
         if m:
             reg = m.group(2) if m.re is _STEP_X86 else m.group(1)
             step = abs(int(m.group(1))) if m.re is _STEP_X86 else 1
-            idx = re.findall(rf"\(%\w+,%{reg},(\d)\)", text)
+            idx = re.findall(rf"\(%\w+,%{reg}(?:,(\d))?\)", text)   # no scale: bytes
             if idx:
-                return step if itemsize is None or int(idx[0]) == itemsize else \
-                    max(1, step * int(idx[0]) // itemsize)
+                scale = int(idx[0] or 1)
+                return step if itemsize is None or scale == itemsize else \
+                    max(1, step * scale // itemsize)
             if re.search(rf"\(%{reg}\)|\d\(%{reg}\)", text) and itemsize:
                 return max(1, step // itemsize)
     post = re.findall(r"\], #(\d+)", text)          # AArch64 post-indexed: bytes per iteration
