@@ -401,7 +401,9 @@ def ndbspline_chunk_sweep(inputs: BsplineInputs, chunks=(1, 2, 4, 8, 16, 32, 64,
     """How fast NdBSpline computes VGH when handed ``chunk`` positions per call, for each chunk
     (one thread, CPU time, interleaved), beside labkit's register-blocked SoA kernel on the same
     ``batch`` positions per call. Returns ``{"chunks": [...], "scipy": [VGH/s, ...],
-    "soa blocked": VGH/s, "bytes_per_position": 64·N·itemsize}``.
+    "scipy_samples": [[VGH/s of each repeat], ...], "soa blocked": VGH/s,
+    "bytes_per_position": 64·N·itemsize}`` (the medians of the repeats; the samples are for
+    ``labkit.bench.claim``).
 
     NdBSpline makes one pass over every position's 64 coefficient rows per derivative (10 for
     VGH): when a chunk's rows still sit in L2/L3 for passes 2…10 it runs several times faster."""
@@ -417,9 +419,11 @@ def ndbspline_chunk_sweep(inputs: BsplineInputs, chunks=(1, 2, 4, 8, 16, 32, 64,
     spline = ndbspline_of(inputs)
     funcs = {c: _ScipyWorkload(inputs, batch=batch, chunk=c, spline=spline) for c in cs}
     funcs["soa blocked"] = Workload(inputs, "soa", batch=batch, blocked=True)
-    secs = time_interleaved(funcs, clock="cpu", repeat=repeat, min_time=min_time)
+    runs = time_interleaved(funcs, clock="cpu", repeat=repeat, min_time=min_time, samples=True)
+    secs = {k: float(np.median(v)) for k, v in runs.items()}
     work = batch * inputs.n
     return {"chunks": cs, "scipy": [work / secs[c] for c in cs],
+            "scipy_samples": [[work / t for t in runs[c]] for c in cs],
             "soa blocked": work / secs["soa blocked"],
             "bytes_per_position": 64 * inputs.n * inputs.coefs.dtype.itemsize}
 
