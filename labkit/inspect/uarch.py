@@ -68,6 +68,8 @@ class Prediction:
     lcd_instructions: list[str] = field(default_factory=list)
     critical_path: float = 0.0  # one iteration's latency path (not a bound across iterations)
     elements: int | None = None  # elements per iteration, when the loop's step was read
+    unknown: list[str] = field(default_factory=list)  # instructions the model has no data for
+    instructions: int = 0       # instructions in the loop
 
     @property
     def bound(self) -> str:
@@ -92,6 +94,17 @@ class Prediction:
             return f"the loop-carried dependency ({chain}: {self.lcd_cycles:g} cycles per iteration)"
         return f"port {self.port} ({self.port_cycles:.2f} cycles per iteration)"
 
+    def summary(self) -> str:
+        """The bound in a few words, without the model's name: "port 0, 4.00 cycles per
+        element (a lower bound: 32 of 55 instructions not in the model)"."""
+        per = self.cycles_per_element
+        what = "a loop-carried dependency" if self.bound == "dependency" else f"port {self.port}"
+        amount = (f"{per:.2f} cycles per element" if per is not None
+                  else f"{self.cycles_per_iteration:.2f} cycles per loop iteration")
+        low = (f" (a lower bound: {len(self.unknown)} of {self.instructions} instructions are "
+               "not in the model's tables)" if self.unknown else "")
+        return f"{what}, {amount}{low}"
+
     def explain(self, measured: float | None = None) -> str:
         """One sentence: the bound that wins and, given ``measured`` cycles per element, how
         close the loop runs to it and what that suggests."""
@@ -99,6 +112,10 @@ class Prediction:
         model = self.model + (f" — {self.approximation}" if self.approximation else "")
         head = (f"OSACA ({model}) bounds this loop by {self._what()}"
                 + (f" = {per:.2f} cycles per element" if per is not None else ""))
+        if self.unknown:
+            head += (f" — a lower bound: {len(self.unknown)} of its {self.instructions} "
+                     f"instructions (e.g. {self.unknown[0].split()[0]}) are not in the model's "
+                     "tables and count as free")
         if measured is None or per is None:
             return head + "."
         if not (measured > 0):
@@ -198,7 +215,6 @@ def predict(fn, signature=None, *, cpu: str | None = None,
 
 def _predict(fn, signature, cpu, elements_per_iteration) -> Prediction:
     try:
-        from osaca.frontend import Frontend
         from osaca.osaca import get_asm_parser, reduce_to_section
         from osaca.semantics import ArchSemantics, KernelDG, MachineModel
     except ImportError:
@@ -230,25 +246,28 @@ def _predict(fn, signature, cpu, elements_per_iteration) -> Prediction:
         sem.add_semantics(kernel)
         sem.assign_optimal_throughput(kernel)
         dg = KernelDG(kernel, parser, mm, sem, 10, False)
-        report = Frontend("loop.s", arch=model).full_analysis_dict(kernel, dg)
+        tp_sum = ArchSemantics.get_throughput_sum(kernel) or []
+        ports = list(mm.get_ports())
+        chains = dg.get_loopcarried_dependencies() or {}
+        cp = dg.get_critical_path() or []
     except Exception as e:  # noqa: BLE001 - OSACA's own failure, in one line
         raise ValueError(f"OSACA could not analyse the loop for {model}: "
                          f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
-    summary = report["Summary"]
-    pressure = {p: float(v) for p, v in summary["PortPressure"].items()}
+    pressure = {p: float(v) for p, v in zip(ports, tp_sum)}
     port = max(pressure, key=pressure.get) if pressure else "?"
-    lcd_lines = []
-    try:
-        chains = dg.get_loopcarried_dependencies()
-        if chains:
-            top = max(chains.values(), key=lambda c: float(c.get("latency", 0)))
-            lcd_lines = [" ".join(str(getattr(ins, "line", "") or "").split())
-                         for ins, _lat in top.get("dependencies", [])]
-            lcd_lines = [ln for ln in lcd_lines if ln]
-    except Exception:  # noqa: BLE001 - the chain's instructions are a bonus
-        lcd_lines = []
+    unknown = [" ".join(str(ins.line or "").split()) for ins in kernel
+               if ins.mnemonic and "tp_unknown" in [str(f) for f in (ins.flags or [])]]
+    lcd, lcd_lines = 0.0, []
+    if chains:
+        top = max(chains.values(), key=lambda c: float(c.get("latency") or 0))
+        lcd = float(top.get("latency") or 0)
+        lcd_lines = [" ".join(str(getattr(ins, "line", "") or "").split())
+                     for ins, _lat in top.get("dependencies", [])]
+        lcd_lines = [ln for ln in lcd_lines if ln]
+    critical = float(sum((getattr(x, "latency_cp", 0) or 0) for x in cp))
+    instructions = sum(1 for ins in kernel if ins.mnemonic)
     return Prediction(cpu=target, model=model, approximation=approx,
                       loop=[ln.strip() for ln in loop], port=port,
-                      port_cycles=pressure.get(port, 0.0), lcd_cycles=float(summary["LCD"]),
-                      lcd_instructions=lcd_lines, critical_path=float(summary["CriticalPath"]),
-                      elements=elements)
+                      port_cycles=pressure.get(port, 0.0), lcd_cycles=lcd,
+                      lcd_instructions=lcd_lines, critical_path=critical,
+                      elements=elements, unknown=unknown, instructions=instructions)
