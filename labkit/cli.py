@@ -1,4 +1,5 @@
-"""The ``labkit`` console script: doctor | warm | bench | solutions | release | grade."""
+"""The ``labkit`` console script: doctor | warm | bench | solutions | release | grade | course |
+gradescope."""
 from __future__ import annotations
 
 import sys
@@ -14,6 +15,9 @@ commands:
                       (NAME: 01_alignment, alignment or 1; default all; --check: exit 1 if stale)
   release [--check]   generate notebooks/ from solutions/ (--check: exit 1 if out of date)
   grade DIR --out F   grade a folder of student notebooks into CSV/JSON
+                      (--course course.toml: roster, due dates, an LMS gradebook)
+  course ...          import-roster FILE.csv (Canvas/Moodle/Gradescope) | check course.toml
+  gradescope ...      build OUTDIR: a Gradescope autograder bundle | results | run
 
 `labkit <command> --help` for a command's options."""
 
@@ -47,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "grade":
         from labkit.grade import main as grade_main
         return int(grade_main(rest) or 0)
+    if cmd == "course":
+        from labkit.grade.course import main as course_main
+        return int(course_main(rest) or 0)
+    if cmd == "gradescope":
+        from labkit.grade.gradescope import main as gradescope_main
+        return int(gradescope_main(rest) or 0)
     print(f"labkit: unknown command {cmd!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 

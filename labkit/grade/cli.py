@@ -26,7 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     """CLI: ``labkit grade DIR --out grades.csv [--json F] [--jobs N] …``."""
     p = argparse.ArgumentParser(prog="labkit grade",
                                 description="Grade a folder of student notebooks headlessly.")
-    p.add_argument("dir", help="folder with one notebook per student, or one folder per student")
+    p.add_argument("dir", nargs="?", default=None,
+                   help="folder with one notebook per student, or one folder per student "
+                        "(with --course: default its [submissions] dir)")
+    p.add_argument("--course", default=None,
+                   help="course.toml (roster, assignments, due dates): also write "
+                        "gradebook*.csv and gradescope/ beside --out (docs/course.md)")
     p.add_argument("--out", default="grades.csv", help="CSV to write (default grades.csv)")
     p.add_argument("--json", default=None, help="also write full detail as JSON here")
     p.add_argument("--wide", default=None,
@@ -63,7 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     out = Path(a.out)
     cache = None if a.no_cache else (a.cache or str(out.parent / ".labkit-grade-cache"))
+    course = None
     try:
+        if a.course:
+            from .course import prepare
+            course = prepare(a.course, a.solutions)
+            a.dir = a.dir or (str(course.submissions) if course.submissions else None)
+        if a.dir is None:
+            raise ValueError("name the folder of submissions (DIR)")
         results = grade(a.dir, solutions=a.solutions, jobs=a.jobs, cell_timeout=a.cell_timeout,
                         notebook_timeout=a.notebook_timeout, memory_limit=a.memory_limit,
                         skip_tags=a.skip_tag, exercise_modules=a.exercise_module,
@@ -79,6 +91,16 @@ def main(argv: list[str] | None = None) -> int:
     write_csv(results, out)
     wide = Path(a.wide) if a.wide else out.with_name(out.stem + "-wide.csv")
     write_wide_csv(results, wide)
+    if course is not None:
+        from .course import describe, grade_course
+        try:
+            told, warn = describe(*grade_course(course, results, a.dir, out.parent, a.solutions))
+        except (FileNotFoundError, ValueError) as e:
+            print(f"labkit grade: {e}", file=sys.stderr)
+            return 2
+        print(told)
+        if warn:
+            print(warn, file=sys.stderr)
     if a.json:
         write_json(results, a.json, {k: v for k, v in vars(a).items() if k != "json"})
     from .pages import write_pages

@@ -1,0 +1,647 @@
+"""``labkit grade --course``: a roster, assignments with due dates and late policies, the LMS
+gradebook, Gradescope's results.json and autograder bundle, the Binder recipe (issue 35).
+
+No notebook runs here: ``grade()`` is replaced by the rows it would return for a class of eight
+rostered students (one absent, one late by a day, one with an unknown extra folder, …), so the
+course logic is checked cell by cell in a few seconds. The grading itself is tested in
+tests/test_grade*.py.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import os
+import stat
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from labkit.cli import main as labkit_main
+from labkit.grade import cli as grade_cli
+from labkit.grade import course as C
+from labkit.grade import gradescope as G
+
+ROOT = Path(__file__).resolve().parent.parent
+UTC = dt.timezone.utc
+EXERCISES = {"01_alignment": [("ragged_transpose", 2), ("transposed_inner", 2),
+                              ("int16_lanes", 2), ("int16_length", 1)],
+             "02_bspline": [("soa_inner_loop", 2), ("spill_n", 1), ("vgh_cost", 1),
+                            ("aosoa_driver", 2), ("flat_tiles", 2)],
+             "00_tools": [("colsum", 2), ("softsign", 2), ("latency", 1), ("dot_partials", 2)]}
+LAB_MAX = {"00_tools": 7.0, "01_alignment": 7.0, "02_bspline": 8.0}
+ENV = {"cpu": "Test CPU [x86_64]", "isa": "avx2", "cores": 4, "numba": "0.62.0",
+       "llvmlite": "0.45.0", "numpy": "2.0.0"}
+
+COURSE = '''
+[course]
+name = "test course"
+timezone = "Europe/Berlin"
+
+[roster]
+folder = "login"
+
+[submissions]
+time = "auto"
+
+[gradebook]
+id_column = "SIS User ID"
+login_column = "SIS Login ID"
+
+[[assignments]]
+name = "lab1"
+labs = ["01_alignment"]
+due = 2026-10-16T23:59:00          # Berlin summer time: 21:59 UTC
+late = "per-day"
+penalty_per_day = 0.1
+grace_minutes = 10
+max_days_late = 3
+
+[[assignments]]
+name = "lab2"
+labs = ["02_bspline"]
+points = 10
+due = 2026-10-30T23:59:00+01:00    # 22:59 UTC
+late = "zero"
+'''
+ROSTER = [("1001", "Ada Lovelace", "ada"), ("1002", "Bob Absent", "bob"),
+          ("1003", "Cy Late", "cy"), ("1004", "Dee Extra", "dee"),
+          ("1005", "Eve Zero", "eve"), ("1006", "Fay Mtime", "fay"),
+          ("1007", "Gus Broken", "gus"), ("1008", "Hal Case", "hal")]
+
+
+def _row(student, rel, lab, points, status="graded"):
+    ex = [{"exercise": name, "points": float(p), "max_points": float(m),
+           "verdict": "passed" if p == m else "wrong" if p == 0 else "slower",
+           "message": "ok" if p == m else "=HYPERLINK(\"x\") slower than labkit's"}
+          for (name, m), p in zip(EXERCISES[lab], points)]
+    return {"student": student, "notebook": rel, "canonical": f"{lab}.ipynb", "status": status,
+            "exercises": ex, "environment": dict(ENV), "flags": {}}
+
+
+def _ts(path: Path, when: str) -> None:
+    """A timestamp.txt as nbgrader's exchange writes it ("%Y-%m-%d %H:%M:%S.%f %Z")."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "timestamp.txt").write_text(when)
+
+
+def _nb(path: Path, mtime: dt.datetime | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    if mtime is not None:
+        os.utime(path, (mtime.timestamp(), mtime.timestamp()))
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory):
+    """The class on disk (files for the submission times) and the rows grade() returns."""
+    top = tmp_path_factory.mktemp("course")
+    sub = top / "submitted"
+    students = "".join(f'\n[[students]]\nid = "{i}"\nname = "{n}"\nlogin = "{lg}"\n'
+                       for i, n, lg in ROSTER)
+    (top / "course.toml").write_text(COURSE + students)
+    rows = []
+    on_time = "2026-10-16 20:00:00.000000 UTC"
+    # ada: everything, on time (nbgrader layout: student/assignment/timestamp.txt), and lesson 00
+    _ts(sub / "ada" / "lab1", on_time)
+    _nb(sub / "ada" / "lab1" / "01_alignment.ipynb")
+    _ts(sub / "ada" / "lab2", "2026-10-30 12:00:00.000000 UTC")
+    _nb(sub / "ada" / "lab2" / "02_bspline.ipynb")
+    _nb(sub / "ada" / "00_tools.ipynb")
+    rows += [_row("ada", "ada/lab1/01_alignment.ipynb", "01_alignment", [2, 2, 2, 1]),
+             _row("ada", "ada/lab2/02_bspline.ipynb", "02_bspline", [2, 1, 1, 2, 2]),
+             _row("ada", "ada/00_tools.ipynb", "00_tools", [2, 2, 1, 2])]
+    # bob: absent (no folder at all)
+    # cy: lab1 late by a day (22 h after the due time, past the 10 minutes' grace), lab2 6/8
+    _ts(sub / "cy" / "lab1", "2026-10-17 20:00:00.123456 UTC")
+    _nb(sub / "cy" / "lab1" / "01_alignment.ipynb")
+    _ts(sub / "cy" / "lab2", "2026-10-30 23:30:00.000000 CET")       # 22:30 UTC: on time
+    _nb(sub / "cy" / "lab2" / "02_bspline.ipynb")
+    rows += [_row("cy", "cy/lab1/01_alignment.ipynb", "01_alignment", [2, 2, 2, 1]),
+             _row("cy", "cy/lab2/02_bspline.ipynb", "02_bspline", [2, 0, 1, 2, 1])]
+    # dee: lab1 4/7; an extra folder nobody on the roster owns, with a full-marks lab1
+    _ts(sub / "dee", on_time)
+    _nb(sub / "dee" / "01_alignment.ipynb")
+    _nb(sub / "dee_backup" / "01_alignment.ipynb")
+    rows += [_row("dee", "dee/01_alignment.ipynb", "01_alignment", [2, 2, 0, 0]),
+             _row("dee_backup", "dee_backup/01_alignment.ipynb", "01_alignment", [2, 2, 2, 1])]
+    # eve: only lab2, two days late under late = "zero"
+    _ts(sub / "eve", "2026-11-01 22:00:00.000000 UTC")
+    _nb(sub / "eve" / "02_bspline.ipynb")
+    rows += [_row("eve", "eve/02_bspline.ipynb", "02_bspline", [2, 1, 1, 2, 2])]
+    # fay: lab1 with no timestamp.txt: the file's time (on time) counts
+    _nb(sub / "fay" / "01_alignment.ipynb", dt.datetime(2026, 10, 15, 12, 0, tzinfo=UTC))
+    rows += [_row("fay", "fay/01_alignment.ipynb", "01_alignment", [2, 2, 1, 0])]
+    # gus: a notebook the grader cannot read
+    (sub / "gus").mkdir(parents=True)
+    (sub / "gus" / "lab1.ipynb").write_text("{not json")
+    rows += [{"student": "gus", "notebook": "gus/lab1.ipynb", "canonical": None,
+              "status": "unreadable", "error": "not a notebook: invalid JSON",
+              "exercises": [{"exercise": "", "points": 0.0, "max_points": 0.0,
+                             "verdict": "unreadable", "message": "not a notebook"}],
+              "flags": {}}]
+    # hal: folder "Hal" (his login is "hal"); lab1 four days late (over max_days_late = 3) with
+    # a duplicate copy grade() already set aside; lab2 3/8 on time
+    late4 = dt.datetime(2026, 10, 20, 21, 0, tzinfo=UTC)
+    _nb(sub / "Hal" / "01_alignment.ipynb", late4)
+    _nb(sub / "Hal" / "01_alignment-Copy1.ipynb", late4)
+    _nb(sub / "Hal" / "02_bspline.ipynb", dt.datetime(2026, 10, 29, tzinfo=UTC))
+    dup = _row("Hal", "Hal/01_alignment-Copy1.ipynb", "01_alignment", [0, 0, 0, 0], "duplicate")
+    rows += [_row("Hal", "Hal/01_alignment.ipynb", "01_alignment", [2, 2, 1, 0]), dup,
+             _row("Hal", "Hal/02_bspline.ipynb", "02_bspline", [2, 1, 0, 0, 0])]
+    return top, sub, rows
+
+
+def _read(path: Path) -> list[list[str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+@pytest.fixture(scope="module")
+def graded(klass, tmp_path_factory):
+    """``labkit grade --course course.toml DIR`` with grade() faked; its output folder."""
+    top, sub, rows = klass
+    out = tmp_path_factory.mktemp("out")
+    seen = {}
+
+    def fake_grade(folder, **kw):
+        seen["folder"], seen["kw"] = folder, kw
+        return [json.loads(json.dumps(r)) for r in rows]
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(grade_cli, "grade", fake_grade)
+    # the labs' maximum points as solutions/ has them (read for real in the error test below)
+    mp.setattr(C, "lab_max_points", lambda course, solutions=None: dict(LAB_MAX))
+    try:
+        rc = labkit_main(["grade", "--course", str(top / "course.toml"), str(sub), "--out",
+                          str(out / "grades.csv"), "--no-progress", "--no-cache"])
+    finally:
+        mp.undo()
+    assert rc == 0
+    assert Path(seen["folder"]) == sub
+    return out
+
+
+def test_gradebook_cell_by_cell(graded):
+    """One row per rostered student in roster order, ids + one column per assignment, nothing
+    else: missing work 0, the per-day penalty, zero for late under `zero`, scaled points."""
+    assert _read(graded / "gradebook.csv") == [
+        ["SIS User ID", "SIS Login ID", "lab1", "lab2"],
+        ["1001", "ada", "7", "10"],        # everything on time; lab2 8/8 scaled to 10
+        ["1002", "bob", "0", "0"],         # absent
+        ["1003", "cy", "6.3", "7.5"],      # 7 − 0.1 × 7 for one day late; 6/8 → 7.5
+        ["1004", "dee", "4", "0"],         # dee_backup's 7 points are not hers
+        ["1005", "eve", "0", "0"],         # lab1 missing; lab2 late under "zero"
+        ["1006", "fay", "5", "0"],         # on time by the file's mtime
+        ["1007", "gus", "0", "0"],         # unreadable notebook
+        ["1008", "hal", "0", "3.75"],      # 4 days late > max_days_late; 3/8 → 3.75
+    ]
+
+
+def test_detail_late_column_and_time_source(graded):
+    rows = _read(graded / "gradebook-detail.csv")
+    head, body = rows[0], rows[1:]
+    assert head == list(C.DETAIL_FIELDS)
+    assert len(body) == 8 * 2
+    d = {(r[0], r[4]): dict(zip(head, r)) for r in body}
+    cy = d["1003", "lab1"]
+    assert (cy["score"], cy["max"], cy["status"], cy["days_late"], cy["penalty"]) == \
+        ("6.3", "7", "late", "1", "0.7")
+    assert cy["submitted"] == "2026-10-17T20:00:00+00:00"
+    assert cy["time_source"] == "timestamp.txt"
+    assert "1 day(s) late" in cy["notes"]
+    assert d["1003", "lab2"]["status"] == "on time"          # 23:30 CET = 22:30 UTC
+    assert d["1003", "lab2"]["submitted"] == "2026-10-30T22:30:00+00:00"
+    assert (d["1003", "lab2"]["raw_points"], d["1003", "lab2"]["raw_max"]) == ("6", "8")
+    bob = d["1002", "lab1"]
+    assert (bob["score"], bob["max"], bob["status"], bob["submitted"], bob["days_late"],
+            bob["penalty"], bob["time_source"]) == ("0", "7", "missing", "", "0", "0", "")
+    assert "not handed in" in bob["notes"]
+    assert d["1002", "lab2"]["max"] == "10"
+    fay = d["1006", "lab1"]
+    assert (fay["time_source"], fay["status"], fay["submitted"]) == \
+        ("mtime", "on time", "2026-10-15T12:00:00+00:00")
+    eve = d["1005", "lab2"]
+    assert (eve["score"], eve["raw_points"], eve["days_late"], eve["penalty"]) == \
+        ("0", "8", "2", "10")
+    hal = d["1008", "lab1"]
+    assert (hal["folder"], hal["notebooks"], hal["days_late"], hal["score"]) == \
+        ("hal", "Hal/01_alignment.ipynb", "4", "0")         # the duplicate is not counted
+    assert "scored 0" in hal["notes"]
+    gus = d["1007", "lab1"]
+    assert gus["status"] == "missing" and "unreadable" in gus["notes"]
+    ada = d["1001", "lab1"]
+    assert "00_tools is in no assignment" in ada["notes"]
+    assert d["1001", "lab2"]["status"] == "on time"
+
+
+def test_unknown_folder_listed_not_counted(graded, capsys):
+    assert _read(graded / "gradebook-unknown.csv")[1:] == [
+        ["dee_backup", "dee_backup/01_alignment.ipynb",
+         "not on the roster: not counted (add the student, or `folder = \"…\"` to their "
+         "[[students]] entry, and grade again)"]]
+
+
+def test_environment_stamp_in_its_own_file(graded):
+    env = json.loads((graded / "gradebook-environment.json").read_text())
+    assert env["course"] == "test course" and env["environment"] == [ENV]
+    text = (graded / "gradebook.csv").read_text()
+    assert "avx2" not in text and "Test CPU" not in text
+
+
+def test_gradescope_results_per_submission(graded):
+    """results.json per student and assignment, valid against Gradescope's documented fields."""
+    files = sorted((graded / "gradescope").rglob("results.json"))
+    assert len(files) == 16
+    for f in files:
+        doc = json.loads(f.read_text())
+        assert G.validate(doc) == [], f
+        assert set(doc) <= G.TOP_FIELDS
+        for t in doc["tests"]:
+            assert set(t) <= G.TEST_FIELDS
+            assert {"name", "score", "max_score", "output", "visibility"} <= set(t)
+            assert isinstance(t["name"], str) and isinstance(t["output"], str)
+            assert isinstance(t["score"], float) and isinstance(t["max_score"], float)
+            assert t["visibility"] in G.VISIBILITY and 0 <= t["score"] <= t["max_score"]
+    cy = json.loads((graded / "gradescope" / "lab1" / "1003" / "results.json").read_text())
+    assert cy["score"] == 6.3                              # after the late penalty
+    assert [t["name"] for t in cy["tests"]] == [f"01_alignment: {n}" for n, _ in
+                                                EXERCISES["01_alignment"]]
+    assert sum(t["max_score"] for t in cy["tests"]) == 7
+    assert sum(t["score"] for t in cy["tests"]) == 7
+    assert "1 day(s) late" in cy["output"]
+    bob = json.loads((graded / "gradescope" / "lab2" / "1002" / "results.json").read_text())
+    assert bob["score"] == 0 and bob["tests"] == [
+        {"name": "02_bspline: not handed in", "number": "1", "score": 0.0, "max_score": 8.0,
+         "status": "failed", "output": "No notebook of 02_bspline was found in this "
+         "submission.", "visibility": "visible"}]
+    ada = json.loads((graded / "gradescope" / "lab2" / "1001" / "results.json").read_text())
+    assert ada["score"] == 10 and all(t["status"] == "passed" for t in ada["tests"])
+
+
+def test_handback_archive_per_student(graded):
+    """One zip per rostered student: grades.txt and the feedback page of each of their folders."""
+    zips = sorted(p.name for p in (graded / "handback").iterdir())
+    assert zips == [f"{i}.zip" for i, _, _ in ROSTER]
+    with zipfile.ZipFile(graded / "handback" / "1003.zip") as z:
+        assert sorted(z.namelist()) == ["feedback-cy.html", "grades.txt"]
+        text = z.read("grades.txt").decode()
+        page = z.read("feedback-cy.html").decode()
+    assert "lab1: 6.3 / 7 (late), submitted 2026-10-17T20:00:00+00:00" in text
+    assert "1 day(s) late" in text and "lab2: 7.5 / 10 (on time)" in text
+    assert "ragged_transpose" in page and "dee" not in page
+    with zipfile.ZipFile(graded / "handback" / "1002.zip") as z:
+        assert z.namelist() == ["grades.txt"]
+        assert "lab1: 0 / 7 (missing)" in z.read("grades.txt").decode()
+    with zipfile.ZipFile(graded / "handback" / "1008.zip") as z:
+        assert "feedback-Hal.html" in z.namelist()
+
+
+def test_validate_catches_what_gradescope_does_not_document():
+    assert G.validate({"score": 1, "tests": []}) == []
+    assert G.validate({"tests": [{"score": 1.0, "max_score": 1.0, "name": "a"}]}) == []
+    assert G.validate({"tests": [{"max_score": 1.0}]}) == [
+        "no top-level score and not every test has a score"]
+    bad = G.validate({"score": "5", "visibility": "sometimes", "grade": 3,
+                      "tests": [{"score": 1, "points": 2, "status": "ok", "output": 3}]})
+    assert "score must be a number" in bad
+    assert "unknown top-level field 'grade'" in bad
+    assert any("visibility must be one of" in b for b in bad)
+    assert "tests[0]: unknown field 'points'" in bad
+    assert "tests[0]: status must be passed or failed" in bad
+    assert "tests[0]: output must be text" in bad
+    with pytest.raises(ValueError, match="would not be valid"):
+        G.write_results({"score": float("nan")}, "/nonexistent/results.json")
+
+
+def test_csv_cells_are_injection_safe(klass, tmp_path):
+    top, sub, rows = klass
+    text = (top / "course.toml").read_text().replace('login = "ada"', 'login = "=cmd|calc"')
+    (tmp_path / "course.toml").write_text(text)
+    course = C.load_course(tmp_path / "course.toml")
+    book = C.build_gradebook(course, rows, sub, LAB_MAX)
+    C.write_course(course, book, tmp_path / "out")
+    table = _read(tmp_path / "out" / "gradebook.csv")
+    assert table[1] == ["1001", "'=cmd|calc", "0", "0"]    # her folder is "ada": not hers now
+    assert ["ada", "ada/00_tools.ipynb; ada/lab1/01_alignment.ipynb; "
+            "ada/lab2/02_bspline.ipynb"] == _read(tmp_path / "out" / "gradebook-unknown.csv")[
+        1][:2]
+
+
+def test_timestamp_formats_and_sources(tmp_path):
+    berlin = C._zone("Europe/Berlin", "t")
+    t = C.parse_time("2026-10-17 20:00:00.123456 UTC", None, "t")
+    assert t == dt.datetime(2026, 10, 17, 20, 0, 0, 123456, tzinfo=UTC)
+    assert C.parse_time("2026-10-17T22:00:00+02:00", None, "t") == \
+        dt.datetime(2026, 10, 17, 20, tzinfo=UTC)
+    assert C.parse_time("2026-10-17 22:00 Europe/Berlin", None, "t").utcoffset() == \
+        dt.timedelta(hours=2)
+    assert C.parse_time("2026-10-17 20:00 +0100", None, "t").utcoffset() == dt.timedelta(hours=1)
+    assert C.parse_time(dt.datetime(2026, 1, 1), berlin, "t").tzinfo is berlin
+    with pytest.raises(C.CourseError, match="has no time zone"):
+        C.parse_time(dt.datetime(2026, 1, 1), None, "lab1: due")
+    with pytest.raises(C.CourseError, match="unknown time zone 'Mars/Olympus'"):
+        C.parse_time("2026-10-17 20:00 Mars/Olympus", None, "t")
+    with pytest.raises(C.CourseError, match="without a time of day"):
+        C.parse_time(dt.date(2026, 1, 1), UTC, "t")
+    with pytest.raises(C.CourseError, match="cannot read the time"):
+        C.parse_time("next tuesday", UTC, "t")
+    # sources: the nearest timestamp.txt up to the student folder; a broken one → mtime
+    nb = tmp_path / "ann" / "lab1" / "x.ipynb"
+    _nb(nb, dt.datetime(2026, 1, 2, tzinfo=UTC))
+    assert C.submission_time(nb, tmp_path / "ann") == (dt.datetime(2026, 1, 2, tzinfo=UTC),
+                                                       "mtime")
+    _ts(tmp_path / "ann", "2026-01-03 00:00:00.000000 UTC")
+    assert C.submission_time(nb, tmp_path / "ann")[1] == "timestamp.txt"
+    _ts(tmp_path / "ann" / "lab1", "garbage")
+    when, how = C.submission_time(nb, tmp_path / "ann")
+    assert when == dt.datetime(2026, 1, 2, tzinfo=UTC) and how.startswith("mtime (unreadable")
+    assert C.submission_time(nb, tmp_path / "ann", "timestamp")[0] is None
+    assert C.submission_time(nb, None)[1] == "mtime"        # a notebook not in a folder
+    _ts(tmp_path, "2020-01-01 00:00:00 UTC")                 # above the student folder: ignored
+    (tmp_path / "ann" / "timestamp.txt").unlink()
+    (tmp_path / "ann" / "lab1" / "timestamp.txt").unlink()
+    assert C.submission_time(nb, tmp_path / "ann")[1] == "mtime"
+
+
+CANVAS = '''Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (123)
+    Points Possible,,,,,7
+"Lovelace, Ada",11,1001,ada,S1,
+"Student, Test",99,,,S1,
+"Babbage, Charles",12,1002,cbabbage,S1,
+'''
+MOODLE = '''\ufeffFirst name,Last name,ID number,Institution,Department,Email address,Username
+Ada,Lovelace,1001,,,ada@uni.example,ada
+Charles,Babbage,1002,,,cb@uni.example,cbabbage
+'''
+GRADESCOPE = '''First Name,Last Name,SID,Email,Role,Sections
+Ada,Lovelace,1001,ada@uni.example,Student,
+Tim,Ta,,ta@uni.example,TA,
+Charles,Babbage,1002,cb@uni.example,Student,
+'''
+
+
+@pytest.mark.parametrize("text,fmt,logins", [
+    (CANVAS, "canvas", ["ada", "cbabbage"]), (MOODLE, "moodle", ["ada", "cbabbage"]),
+    (GRADESCOPE, "gradescope", ["ada@uni.example", "cb@uni.example"])])
+def test_roster_import(tmp_path, capsys, text, fmt, logins):
+    f = tmp_path / f"{fmt}.csv"
+    f.write_text(text, encoding="utf-8")
+    students = C.read_roster_csv(f)                       # told by the header
+    assert [s.id for s in students] == ["1001", "1002"]
+    assert [s.login for s in students] == logins
+    assert "Lovelace" in students[0].name and "Ada" in students[0].name
+    assert C.read_roster_csv(f, fmt) == students
+    assert labkit_main(["course", "import-roster", str(f)]) == 0
+    blocks = tomllib.loads(capsys.readouterr().out)["students"]
+    assert [b["id"] for b in blocks] == ["1001", "1002"] and blocks[0]["login"] == logins[0]
+    # a course file that reads the export itself
+    (tmp_path / "c.toml").write_text(f'[roster]\nfile = "{f.name}"\nfolder = "login"\n'
+                                     '[[assignments]]\nname = "a"\nlabs = ["01_alignment"]\n')
+    assert [s.login for s in C.load_course(tmp_path / "c.toml").students] == logins
+    assert labkit_main(["course", "import-roster", str(f), "--out", str(tmp_path / "r.toml")]) \
+        == 0
+    assert labkit_main(["course", "import-roster", str(f), "--out", str(tmp_path / "r.toml")]) \
+        == 2
+    assert "exists; not overwritten" in capsys.readouterr().err
+
+
+def test_roster_errors(tmp_path):
+    f = tmp_path / "x.csv"
+    f.write_text("Foo,Bar\n1,2\n")
+    with pytest.raises(C.CourseError, match="cannot tell which LMS"):
+        C.read_roster_csv(f)
+    f.write_text("id,name\n,Nobody\n")
+    with pytest.raises(C.CourseError, match="line 2: a student without an id"):
+        C.read_roster_csv(f)
+    with pytest.raises(C.CourseError, match="cannot read the roster"):
+        C.read_roster_csv(tmp_path / "missing.csv")
+    f.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(C.CourseError, match="cannot read the roster"):
+        C.read_roster_csv(f)
+
+
+BASE = '[[students]]\nid = "1"\nlogin = "a"\n'
+ASSIGN = '[[assignments]]\nname = "lab1"\nlabs = ["01_alignment"]\n'
+
+
+@pytest.mark.parametrize("text,message", [
+    ("not toml [", "not valid TOML"),
+    (BASE, "no [[assignments]]"),
+    (ASSIGN, "no students"),
+    (BASE + ASSIGN + "[course]\nnmae = 'x'\n", "unknown key(s) nmae"),
+    (BASE + ASSIGN.replace('["01_alignment"]', '["alignment"]'), "is not a lab notebook's stem"),
+    (BASE + ASSIGN + 'due = 2026-10-16T23:59:00\n', "has no time zone"),
+    (BASE + ASSIGN + 'due = 2026-10-16\n', "without a time of day"),
+    (BASE + ASSIGN + 'late = "half"\n', "`late` must be one of none, zero, per-day"),
+    (BASE + ASSIGN + 'late = "zero"\n', "needs a `due` date"),
+    (BASE + ASSIGN + 'due = 2026-10-16T23:59:00Z\nlate = "per-day"\n', "penalty_per_day"),
+    (BASE + ASSIGN + 'points = -1\n', "`points` must be a number"),
+    (BASE + BASE + ASSIGN, "two students with the id '1'"),
+    (BASE + ASSIGN + ASSIGN, "assignment name(s) used twice: lab1"),
+    (BASE + ASSIGN + ASSIGN.replace('"lab1"', '"lab2"'), "in more than one assignment"),
+    (BASE + ASSIGN + '[roster]\nfolder = "login"\n[[students]]\nid = "2"\n',
+     "has no login to name their submission folder"),
+    (BASE + ASSIGN + '[submissions]\ntime = "ctime"\n', "time must be one of"),
+])
+def test_course_file_errors(tmp_path, text, message):
+    (tmp_path / "course.toml").write_text(text)
+    with pytest.raises(C.CourseError) as e:
+        C.load_course(tmp_path / "course.toml")
+    assert message in str(e.value)
+
+
+def test_grade_course_bad_input_is_a_message(tmp_path, capsys, monkeypatch):
+    """No traceback, exit 2, and nothing graded when the course file is wrong."""
+    monkeypatch.setattr(grade_cli, "grade", lambda *a, **k: pytest.fail("graded anyway"))
+    (tmp_path / "course.toml").write_text(BASE + ASSIGN.replace("01_alignment", "09_nothing"))
+    assert labkit_main(["grade", "--course", str(tmp_path / "course.toml"), str(tmp_path),
+                        "--out", str(tmp_path / "g.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "names lab '09_nothing', which is not a solution notebook" in err
+    assert "Traceback" not in err
+    assert labkit_main(["grade", "--course", str(tmp_path / "nope.toml"), str(tmp_path)]) == 2
+    assert "cannot read the course file" in capsys.readouterr().err
+    (tmp_path / "c2.toml").write_text(BASE + ASSIGN)
+    assert labkit_main(["grade", "--course", str(tmp_path / "c2.toml")]) == 2
+    assert "name the folder of submissions" in capsys.readouterr().err
+
+
+def test_example_course_file_reads(capsys):
+    assert labkit_main(["course", "check", str(ROOT / "examples" / "course.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "lab2_bspline: 02_bspline (8 points scaled to 10)" in out
+    c = C.load_course(ROOT / "examples" / "course.toml")
+    assert c.folder_of(c.students[2]) == "grace"
+    assert c.assignments[0].due == dt.datetime(2026, 10, 16, 21, 59, tzinfo=UTC)
+
+
+# ------------------------------------------------------------------ Gradescope's bundle
+def test_gradescope_bundle(tmp_path):
+    assert labkit_main(["gradescope", "build", str(tmp_path / "ag"), "--course",
+                        str(ROOT / "examples" / "course.toml"), "--assignment",
+                        "lab2_bspline"]) == 0
+    ag = tmp_path / "ag"
+    for f in ("setup.sh", "run_autograder"):
+        assert (ag / f).stat().st_mode & stat.S_IXUSR
+        assert (ag / f).read_text().startswith("#!/usr/bin/env bash")
+    assert "labkit gradescope run" in (ag / "run_autograder").read_text()
+    setup = (ag / "setup.sh").read_text()
+    assert "pip install /autograder/source/labkit-src" in setup and "labkit warm 2" in setup
+    assert "NUMBA_CACHE_DIR=/opt/labkit-cache" in setup
+    assert "chown -R labkit: /opt/labkit-cache" in setup
+    cfg = json.loads((ag / G.CONFIG).read_text())
+    assert (cfg["labs"], cfg["points"], cfg["lab_max"]) == (["02_bspline"], 10.0,
+                                                            {"02_bspline": 8.0})
+    with zipfile.ZipFile(ag / "autograder.zip") as z:
+        names = set(z.namelist())
+        assert z.getinfo("run_autograder").external_attr >> 16 & stat.S_IXUSR
+    assert {"setup.sh", "run_autograder", G.CONFIG, "solutions/02_bspline.ipynb",
+            "solutions/02_bspline.md", "labkit-src/pyproject.toml",
+            "labkit-src/labkit/grade/gradescope.py"} <= names
+    assert not any("__pycache__" in n or n.startswith("solutions/01") for n in names)
+    assert labkit_main(["gradescope", "build", str(ag), "--lab", "02_bspline"]) == 2
+    assert labkit_main(["gradescope", "build", str(tmp_path / "x"), "--lab", "07_none"]) == 2
+
+
+FAKE_GRADE = '''import json, sys
+args = sys.argv[1:]
+out = args[args.index("--json") + 1]
+rows = json.loads(open(sys.argv[0][:-3] + ".json").read())
+json.dump({"labkit_grade": 2, "submissions": rows}, open(out, "w"))
+print("graded", args[0], "no-sandbox" if "--no-sandbox" in args else "sandboxed")
+'''
+
+
+def test_gradescope_run_writes_results(tmp_path, klass):
+    """``labkit gradescope run`` as in the container: grade, then a valid results.json."""
+    _, _, rows = klass
+    ag = tmp_path / "ag"
+    G.build_bundle(ag, ["01_alignment"], points=10)
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "mine.ipynb").write_text("{}")
+    script = tmp_path / "fake_grade.py"
+    script.write_text(FAKE_GRADE)
+    mine = [dict(r, student="mine") for r in rows if r["student"] in ("cy", "ada")]
+    (tmp_path / "fake_grade.json").write_text(json.dumps(mine))
+    res = tmp_path / "results" / "results.json"
+    assert G.run(ag, tmp_path / "submission", res, grade_cmd=[sys.executable, str(script)]) == 0
+    doc = json.loads(res.read_text())
+    assert G.validate(doc) == []
+    assert doc["score"] == 10.0                     # 7/7 of 01_alignment scaled to 10
+    assert len(doc["tests"]) == 4
+    assert "02_bspline is not part of this assignment" in doc["output"]
+    assert "00_tools is not part of this assignment" in doc["output"]
+
+
+# ------------------------------------------------------------------ Binder
+def test_binder_recipe():
+    binder = ROOT / "binder"
+    post = binder / "postBuild"
+    assert post.stat().st_mode & stat.S_IXUSR, "binder/postBuild must be executable"
+    text = post.read_text()
+    assert text.startswith("#!") and "labkit warm" in text
+    env = [p for p in (binder / "environment.yml", binder / "requirements.txt") if p.exists()]
+    assert env, "binder/ needs environment.yml or requirements.txt"
+    for p in env:
+        body = "\n".join(ln.split("#")[0] for ln in p.read_text().lower().splitlines())
+        for banned in ("playwright", "nbgrader", "jupyter-book", "jupyter_book"):
+            assert banned not in body, f"{p.name} lists {banned}"
+        assert "numba" in body and "jupyterlab" in body
+
+
+def test_binder_environment_is_pyprojects_runtime():
+    """binder/environment.yml: exactly pyproject.toml's runtime dependencies, same bounds."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    want = {d.replace(" ", "") for d in deps}
+    got, section = set(), ""
+    for ln in (ROOT / "binder" / "environment.yml").read_text().splitlines():
+        ln = ln.split("#")[0].rstrip()
+        if ln and not ln.startswith(" "):
+            section = ln.split(":")[0]
+        item = ln.strip()[2:] if ln.strip().startswith("- ") else ""
+        if section == "dependencies" and item and item.rstrip(":") != "pip" \
+                and not item.startswith("python"):
+            got.add(item.replace(" ", ""))
+    assert got == want
+
+
+def test_gradescope_run_without_sandbox(tmp_path, klass, monkeypatch, capsys):
+    """No bubblewrap in the container: `fallback` grades with --no-sandbox and says so in the
+    output; `required` fails the autograder (no results.json). (Dropping to the bundle's user
+    is not exercised here: `kill -9 -1` as a shared uid would reach other graders' workers.)"""
+    import labkit.grade.sandbox as sandbox
+    _, _, rows = klass
+    monkeypatch.setattr(sandbox, "probe", lambda: (False, "bwrap: No permissions to create a "
+                                                          "new namespace"))
+    monkeypatch.setattr(G, "_as_user", lambda user: [])
+    ag = tmp_path / "ag"
+    G.build_bundle(ag, ["02_bspline"])
+    (tmp_path / "submission").mkdir()
+    script = tmp_path / "fake_grade.py"
+    script.write_text(FAKE_GRADE)
+    (tmp_path / "fake_grade.json").write_text(json.dumps([r for r in rows
+                                                          if r["student"] == "cy"]))
+    res = tmp_path / "results.json"
+    assert G.run(ag, tmp_path / "submission", res, grade_cmd=[sys.executable, str(script)]) == 0
+    assert "no-sandbox" in capsys.readouterr().out
+    doc = json.loads(res.read_text())
+    assert G.validate(doc) == [] and doc["score"] == 6.0
+    assert "graded WITHOUT the bubblewrap sandbox (bwrap: No permissions" in doc["output"]
+    cfg = json.loads((ag / G.CONFIG).read_text())
+    (ag / G.CONFIG).write_text(json.dumps(dict(cfg, sandbox="required")))
+    res.unlink()
+    assert G.run(ag, tmp_path / "submission", res, grade_cmd=[sys.executable, str(script)]) == 4
+    assert not res.exists()
+    assert "requires one" in capsys.readouterr().err
+
+
+def test_gradescope_cli_bad_input(tmp_path, capsys):
+    assert labkit_main(["gradescope", "run", "--source", str(tmp_path)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "g.json").write_text("[1, 2]")
+    assert labkit_main(["gradescope", "results", str(tmp_path / "g.json"), "--lab",
+                        "01_alignment", "--out", str(tmp_path / "r.json")]) == 2
+    assert "is not labkit grade --json output" in capsys.readouterr().err
+    assert labkit_main(["gradescope", "build", str(tmp_path / "b"), "--course",
+                        str(ROOT / "examples" / "course.toml"), "--assignment", "nope"]) == 2
+    assert "'nope' is not an assignment" in capsys.readouterr().err
+
+
+@pytest.mark.full       # real grading in the sandbox (≈ 30 s); the course logic is proven above
+def test_course_with_real_grading(tmp_path, capsys):
+    """`labkit grade --course` on real notebooks: the solution scores 7, the student copy 0,
+    the absent student 0, an unrostered folder is listed."""
+    from labkit.grade.sandbox import probe
+    ok, why = probe()
+    if not ok:
+        pytest.skip(f"no sandbox: {why}")
+    sub = tmp_path / "submitted"
+    _nb(sub / "ada" / "x.ipynb")
+    (sub / "ada" / "x.ipynb").write_bytes((ROOT / "solutions" / "01_alignment.ipynb").read_bytes())
+    _ts(sub / "ada", "2026-10-16 20:00:00.000000 UTC")
+    _nb(sub / "cy" / "01_alignment.ipynb")
+    (sub / "cy" / "01_alignment.ipynb").write_bytes(
+        (ROOT / "notebooks" / "01_alignment.ipynb").read_bytes())
+    _ts(sub / "cy", "2026-10-17 20:00:00.000000 UTC")
+    _nb(sub / "zed" / "01_alignment.ipynb")
+    (sub / "zed" / "01_alignment.ipynb").write_bytes(
+        (ROOT / "solutions" / "01_alignment.ipynb").read_bytes())
+    students = "".join(f'\n[[students]]\nid = "{i}"\nname = "{n}"\nlogin = "{lg}"\n'
+                       for i, n, lg in ROSTER[:3])
+    course = COURSE.split("[[assignments]]\nname = \"lab2\"")[0]
+    (tmp_path / "course.toml").write_text(course + students)
+    out = tmp_path / "out"
+    rc = labkit_main(["grade", "--course", str(tmp_path / "course.toml"), str(sub), "--out",
+                      str(out / "grades.csv"), "--no-progress", "--no-cache"])
+    assert rc == 0
+    assert _read(out / "gradebook.csv") == [["SIS User ID", "SIS Login ID", "lab1"],
+                                            ["1001", "ada", "7"], ["1002", "bob", "0"],
+                                            ["1003", "cy", "0"]]
+    assert _read(out / "gradebook-unknown.csv")[1][0] == "zed"
+    assert "NOT COUNTED" in capsys.readouterr().err
+    doc = json.loads((out / "gradescope" / "lab1" / "1001" / "results.json").read_text())
+    assert G.validate(doc) == [] and doc["score"] == 7
