@@ -34,14 +34,18 @@ warm: install
 # make test: the default tier, every property proven once (CONTRIBUTING.md, "Test tiers");
 # make test-all: both tiers in one run; make test-full: only the tests marked full (what .ci/run
 # adds after make test, so no test runs twice). Each test's time goes to
-# build/test-times/<tier>.xml; the slowest are printed at the end
+# build/test-times/<tier>.xml; the slowest are printed at the end. pytest-xdist runs the tests in
+# WORKERS processes (2: this machine's cores; WORKERS=0 runs them in one), whole files per worker
+# (nbval's cells of a notebook share one kernel, in order), the longest files first (conftest.py)
+WORKERS ?= 2
 TIER_test := default
 TIER_test-all := all
 TIER_test-full := full
 test test-all test-full: install
 	$(BIN)/python tools/ensure_browser.py || true
 	$(BIN)/python -m labkit.grade.sandbox --ensure
-	$(BIN)/python -m pytest --tier $(TIER_$@) --junitxml=build/test-times/$(TIER_$@).xml
+	$(BIN)/python -m pytest --tier $(TIER_$@) -n $(WORKERS) --dist loadfile \
+		--junitxml=build/test-times/$(TIER_$@).xml
 	@$(BIN)/python tools/test_times.py build/test-times/$(TIER_$@).xml
 
 # the x86 host matrix: ISA-sensitive tests (+ the five solutions graded) with numba targeting an

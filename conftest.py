@@ -12,8 +12,15 @@
   whole-course run) run only with ``--tier full`` (those alone: what ``.ci/run`` adds after
   ``make test``) or ``--tier all`` (``make test-all``: both tiers). ``LABKIT_TEST_TIER`` sets the
   same.
+* Under pytest-xdist (the Makefile's ``-n 2 --dist loadfile``: a file's tests, a notebook's cells
+  among them, run in one worker, in order) the files go out longest first, by the last run's
+  times (``build/test-times/<tier>.xml``, read once by the controller and passed to the
+  workers, so both collect the same order), else by ``_SLOW_FILES``; xdist's own reordering by
+  test count is off (it would send the one-test files, the slowest, last).
 """
 import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +62,65 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    times = getattr(config, "workerinput", {}).get("labkit_times")
+    if times is not None:
+        _longest_files_first(items, times)
+
+
+# ------------------------------------------------------------------ xdist: longest files first
+#: A fresh clone has no build/test-times/: these files' seconds (the default tier, warm, one
+#: worker) order the first run; any other file counts 1 s. The last run's times replace them.
+_SLOW_FILES = {
+    "tests/test_grade_demo.py": 100, "tests/test_grade.py": 90, "tests/test_browser.py": 60,
+    "solutions/04_epistasis.ipynb": 48, "tests/labs/test_alignment_exercises.py": 47,
+    "tests/test_check_forgery.py": 46, "solutions/02_bspline.ipynb": 45,
+    "tests/test_grade_nbgrader.py": 45, "tests/test_check_students.py": 40,
+    "tests/labs/test_bspline_checks.py": 40, "solutions/03_pcc.ipynb": 40,
+    "tests/test_grade_sandbox.py": 39, "solutions/01_alignment.ipynb": 35,
+    "tests/labs/test_pcc_exercises.py": 35, "tests/labs/test_bspline.py": 27,
+}
+
+
+def _xml_times(config) -> dict[str, float]:
+    """junit classname -> seconds summed, from the last run's --junitxml (or the tier's file)."""
+    xml = getattr(config.option, "xmlpath", None)
+    path = Path(config.invocation_params.dir, xml) if xml else \
+        Path(config.rootpath, "build", "test-times", f"{config.getoption('--tier')}.xml")
+    out: dict[str, float] = {}
+    try:
+        for tc in ET.parse(path).getroot().iter("testcase"):
+            c = tc.get("classname") or ""
+            out[c] = out.get(c, 0.0) + float(tc.get("time") or 0.0)
+    except (OSError, ET.ParseError, ValueError):
+        return {}
+    return out
+
+
+def _file_cost(path: str, times: dict[str, float]) -> float:
+    """A file's seconds: its junit classnames are its path in dots (tests.labs.test_pcc, with
+    .Class suffixes; solutions.00_tools.ipynb)."""
+    stem = path[:-3] if path.endswith(".py") else path
+    prefix = stem.replace("/", ".")
+    got = [t for c, t in times.items() if c == prefix or c.startswith(prefix + ".")]
+    return sum(got) if got else _SLOW_FILES.get(path, 1.0)
+
+
+def _longest_files_first(items, times: dict[str, float]) -> None:
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    order = sorted(files, key=lambda f: -_file_cost(f, times))   # stable: ties keep their order
+    items[:] = [item for f in order for item in files[f]]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's controller, once per worker: the same times for every worker."""
+    config = node.config
+    if not hasattr(config, "_labkit_times"):
+        config._labkit_times = _xml_times(config)
+        config.option.loadscopereorder = False
+    node.workerinput["labkit_times"] = config._labkit_times
 
 
 def _is_nbval(item) -> bool:

@@ -141,7 +141,14 @@ def test_lesson00_exercises_registered():
 
 
 # ------------------------------------------------------------------ gates
+#: A virtual CPU clock for the speed gate (as in test_check_speed_beside.py): the loop costs
+#: 10 ticks a call, numpy's sum 1, so the measured ratio is exactly 10× on any machine under any
+#: load — the gate's logic is tested, not this host's timer.
+_TICKS = [0.0]
+
+
 def _slow_sum(x):
+    _TICKS[0] += 1e-2
     s = 0
     for v in x.tolist():
         s += v
@@ -149,6 +156,7 @@ def _slow_sum(x):
 
 
 def _fast_sum(x):
+    _TICKS[0] += 1e-3
     return x.sum()
 
 
@@ -160,6 +168,8 @@ def _check_speed(student, need=3.0):
 
 
 def test_speed_gate_reports_under_ci_and_fails_when_enforced(monkeypatch):
+    from labkit.check import speed
+    monkeypatch.setattr(speed, "_clock", lambda: _TICKS[0])
     monkeypatch.setenv("LABKIT_SPEED", "report")
     r = check._t_speed(_slow_sum)
     assert r.passed and "speed reported only" in r.message and "need ≥ 3×" in r.message
@@ -168,7 +178,8 @@ def test_speed_gate_reports_under_ci_and_fails_when_enforced(monkeypatch):
     assert not r.passed and r.verdict in ("no change", "not fast enough", "slower")
     assert "need ≥ 3×" in r.message
     r = check._t_speed(_fast_sum)
-    assert r.passed and "faster than the loop" in r.message and r.details["speed_ratio"] > 3
+    assert r.passed and "faster than the loop" in r.message
+    assert r.details["speed_ratio"] == pytest.approx(10.0)
     monkeypatch.setenv("LABKIT_SPEED", "report")
     monkeypatch.setenv("LABKIT_GRADING", "1")
     assert not check._t_speed(_slow_sum).passed
@@ -184,18 +195,41 @@ def _honest_colsum(a):
     return out
 
 
+@njit
+def _naive_colsum(a):                 # a student's copy of colsum_naive: strided, one chain
+    n, m = a.shape
+    out = np.zeros(m)
+    for j in range(m):
+        s = 0.0
+        for i in range(n):
+            s += a[i, j]
+        out[j] = s
+    return out
+
+
+@njit
+def _plain_dot(x, y):                 # a student's copy of dot_plain: one accumulator
+    s = 0.0
+    for i in range(x.size):
+        s += x[i] * y[i]
+    return s
+
+
 def test_vectorized_gate_and_lesson00_checks():
     from labkit import lesson00 as l0
 
     r = check.colsum(_honest_colsum)
     assert r.passed, str(r)
     assert r.details["vector_bits"] >= check.native_bits()
-    r = check.colsum(l0.colsum_naive)
+    r = check.colsum(_naive_colsum)
     assert r.verdict == "not vectorised", str(r)
-    # labkit's own kernels are the answers, not a submission (issue 16: delegation)
+    # labkit's own kernels are not a submission — the answers (issue 16) and, since issue 33,
+    # every other labkit kernel too (colsum_naive, dot_plain: the baselines)
     assert check.colsum(l0.colsum_rows).verdict == "uses labkit's answer"
     assert check.dot_partials(l0.dot_partials).verdict == "uses labkit's answer"
-    r = check.dot_partials(l0.dot_plain)  # correct, but one accumulator: the lesson is missing
+    assert check.colsum(l0.colsum_naive).verdict == "uses labkit's answer"
+    assert check.dot_partials(l0.dot_plain).verdict == "uses labkit's answer"
+    r = check.dot_partials(_plain_dot)    # correct, but one accumulator: the lesson is missing
     assert r.verdict == "technique missing" and "need ≥ 8" in r.message, str(r)
 
 

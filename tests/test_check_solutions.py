@@ -46,9 +46,9 @@ _CONVERTED = {"colsum", "dot_partials", "transpose", "transposed_inner", "soa_in
 def test_every_exercise_declares_resolvable_answers():
     from labkit.check.guard import resolve_answers
     for name in check.names():
-        if name.startswith("_"):
-            continue
         ex = check.get(name)
+        if name.startswith("_") or not ex.module.startswith("labkit."):
+            continue                     # a test's own exercises (test_grade*'s gradefix_lab)
         assert isinstance(ex.answers, tuple), name
         assert len(resolve_answers(ex.answers)) == len(ex.answers), \
             f"{name}: an answers= entry does not resolve: {ex.answers}"

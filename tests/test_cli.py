@@ -51,9 +51,11 @@ def test_make_lab_serves_lesson_00():
     """`make lab` starts JupyterLab on 127.0.0.1 with lesson 00 (fetched, then stopped)."""
     port, token = _free_port(), "labkit-test"
     args = f"--no-browser --IdentityProvider.token={token} --ServerApp.root_dir={ROOT}"
+    # LABKIT_WARM=0: no background compile of every lab left running through the rest of the
+    # suite (labkit warm itself: tests/test_warm.py)
     proc = subprocess.Popen(["make", "-s", "lab", f"PORT={port}", f"LAB_ARGS={args}"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=dict(os.environ, LABKIT_WARM="0"))
     try:
         url = f"http://127.0.0.1:{port}/api/contents/notebooks/00_tools.ipynb?token={token}"
         deadline, last = time.time() + 120, None

@@ -22,10 +22,33 @@ def main(argv: list[str]) -> int:
             for tc in ET.parse(path).getroot().iter("testcase")]
     rows.sort(reverse=True)
     total = sum(t for t, _ in rows)
-    print(f"test times ({path}): {len(rows)} tests, {total:.0f} s in tests; slowest {top}:")
+    root = ET.parse(path).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    wall = f", {float(suite.get('time')):.0f} s wall" if suite is not None and suite.get("time") else ""
+    print(f"test times ({path}): {len(rows)} tests, {total:.0f} s in tests{wall}; slowest {top}:")
     for t, name in rows[:top]:
         print(f"  {t:7.1f} s  {name}")
+    # by file: what pytest-xdist (--dist loadfile) hands a worker as one unit, longest first
+    files: dict[str, float] = {}
+    for t, name in rows:
+        files[_file(name)] = files.get(_file(name), 0.0) + t
+    print(f"slowest {min(top, len(files))} files (a worker runs a file whole):")
+    for name, t in sorted(files.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {t:7.1f} s  {name}")
     return 0
+
+
+def _file(name: str) -> str:
+    """The file of a junit name: solutions.00_tools.ipynb::Cell 3 -> solutions.00_tools.ipynb,
+    tests.labs.test_pcc::test_x or tests.test_a.TestB::test_c -> tests.labs.test_pcc / tests.test_a."""
+    cls = name.split("::", 1)[0]
+    if ".ipynb" in cls:
+        return cls[:cls.index(".ipynb") + 6]
+    parts = cls.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("test_"):
+            return ".".join(parts[:i + 1])
+    return cls
 
 
 if __name__ == "__main__":
