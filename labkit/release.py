@@ -12,12 +12,18 @@ Markers follow nbgrader: inside a solution cell, the lines between ``### BEGIN S
 directly above the BEGIN marker (they stay in the stub). In markdown cells the region becomes
 "YOUR ANSWER HERE". Nested or unterminated markers are hard errors, and so is an nbval comment
 line (``# NBVAL_IGNORE_OUTPUT``): nbval reads cell tags (``nbval-ignore-output``) instead.
+
+No answer before it is earned: a cell that reveals an exercise's answer asks
+``check.earned("name")`` and otherwise prints ``check.locked("name", what)``. Release refuses such
+a cell when it does not print the locked line, or when it comes before the exercise's check cell
+(grade_id ``check-name``): on Run All it would never unlock.
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -98,15 +104,37 @@ def _refuse_test_markers(source: str, where: str) -> None:
                                "instead (in the .md: `:tags: [...]` under ```{code-cell})")
 
 
+_EARNED = re.compile(r"check\.earned\(\s*[\"'](\w+)[\"']")
+
+
+def _refuse_early_reveal(source: str, where: str, checked: set[str]) -> None:
+    """A cell guarded by ``check.earned(name)`` shows ``check.locked(…)`` until the exercise's
+    check (an earlier cell) has passed."""
+    names = _EARNED.findall(source)
+    for n in dict.fromkeys(names):
+        if n not in checked:
+            raise ReleaseError(f"{where}: check.earned({n!r}) comes before the exercise's check "
+                               f"cell (grade_id 'check-{n}'): on Run All it never unlocks — move "
+                               "the cell below that check")
+    if names and "check.locked(" not in source:
+        raise ReleaseError(f"{where}: a cell guarded by check.earned({names[0]!r}) must print "
+                           f"check.locked({names[0]!r}, \"what it will show\") until then")
+
+
 def release_notebook(nb, name: str = "notebook.ipynb"):
     """Return the student copy of solution notebook ``nb`` (a new object)."""
     nb = copy.deepcopy(nb)
     seen_ids: set[str] = set()
+    checked: set[str] = set()           # exercises whose check cell came already
     for idx, cell in enumerate(nb.cells):
         where = f"{name} cell {idx}"
         meta = cell.setdefault("metadata", {})
         nbg = meta.get("nbgrader")
         gid = (nbg or {}).get("grade_id", "")
+        if cell.cell_type == "code":
+            _refuse_early_reveal(cell.source, where, checked)
+        if nbg and nbg.get("grade") and str(gid).startswith("check-"):
+            checked.add(str(gid)[len("check-"):])
         if gid:
             if gid in seen_ids:
                 raise ReleaseError(f"{where}: duplicate grade_id {gid!r}")

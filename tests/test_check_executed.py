@@ -409,3 +409,48 @@ def _serial_probe(a, P, M):
     for p in numba_prange(P):
         for m in range(M):
             a[p * M + m] += 1.0
+
+
+# ---------------------------------------------- delegation by a name computed at run time
+# A plain-Python student runs in the child process, where every off-limits labkit function is
+# traced and every off-limits labkit kernel records its calls: a name the bytecode scan cannot
+# see (built from strings, reached through importlib) still reaches a traced object.
+_COMPUTED_KERNEL = '''
+import importlib
+
+def my_colsum(a):
+    mod = importlib.import_module("labkit." + "lesson00" + ".kernels")
+    return getattr(mod, "colsum_" + "naive")(a)
+'''
+
+_COMPUTED_FUNCTION = '''
+import importlib
+
+def my_colsum(a):
+    mod = importlib.import_module("labkit.lesson00." + "checks")
+    return getattr(mod, "colsum_" + "reference")(a)
+'''
+
+
+
+def test_a_kernel_named_at_run_time_is_delegation():
+    r = check.run_source("colsum", _COMPUTED_KERNEL, "import numpy as np\n", function="my_colsum")
+    assert r.verdict == "uses labkit's answer" and r.points == 0, str(r)
+    assert "colsum_naive" in r.message, str(r)
+
+
+def test_a_checker_function_named_at_run_time_is_delegation():
+    r = check.run_source("colsum", _COMPUTED_FUNCTION, "import numpy as np\n", function="my_colsum")
+    assert r.verdict == "uses labkit's answer" and r.points == 0, str(r)
+    assert "colsum_reference" in r.message, str(r)
+
+
+def test_an_allowed_function_named_at_run_time_is_not_delegation():
+    """The reference solution of latency, with hardware.info reached by a computed name: it is
+    allowed, and what it calls inside labkit is labkit's own, so full marks stay."""
+    from labkit.check.falsefail import solutions
+    sol = next(s for s in solutions() if s.name == "latency")
+    src = sol.source.replace("hardware.info()", 'getattr(hardware, "in" + "fo")()')
+    assert src != sol.source
+    r = check.run_source("latency", src, sol.imports, function=sol.function)
+    assert r.verdict == "passed" and r.points == r.max_points, str(r)

@@ -185,3 +185,18 @@ def test_student_copies_identical_outside_exercise_cells():
         diffs = _solution_regions_only(sol, stu)
         assert not diffs, (f"notebooks/{lab.notebook}.ipynb differs from {lab.source} outside "
                            f"exercise cells at cells {diffs}; run `make notebooks`")
+
+
+def test_a_cell_that_reveals_an_answer_must_come_after_its_check_and_show_the_locked_line():
+    """Issue 41: no answer before it is earned. A cell guarded by check.earned("a") before a's
+    check cell would never unlock on Run All; one without check.locked shows nothing useful."""
+    reveal = nbformat.v4.new_code_cell(
+        'if check.earned("a"):\n    print(answer)\nelse:\n    print(check.locked("a", "the answer"))\n')
+    early = _nb([_ex(SOLVED), reveal, _check("check.a(f)")])
+    with pytest.raises(rel.ReleaseError, match="before the exercise's check"):
+        rel.release_notebook(early, "x.ipynb")
+    silent = nbformat.v4.new_code_cell('if check.earned("a"):\n    print(answer)\n')
+    with pytest.raises(rel.ReleaseError, match="check.locked"):
+        rel.release_notebook(_nb([_ex(SOLVED), _check("check.a(f)"), silent]), "x.ipynb")
+    ok = rel.release_notebook(_nb([_ex(SOLVED), _check("check.a(f)"), reveal]), "x.ipynb")
+    assert ok.cells[2].source == reveal.source

@@ -86,6 +86,7 @@ def main() -> int:
     sys.path.insert(0, os.getcwd())
     from labkit.check.result import CheckFailure
     from labkit.check.worker import _load
+    _import_lab(req.get("module") or "")
     baseline.extend()
     fn, notes, err = _load(req["req"], {})
     ch = baseline.changes()
@@ -99,7 +100,7 @@ def main() -> int:
               "verdict": "not implemented" if "not defined" in err else "error"})
         return 0
     g = guard.Guard(fn, req.get("answers") or (), name=req.get("exercise", ""), snapshot=baseline,
-                    allowed=tuple(req.get("allowed") or ()))
+                    allowed=tuple(req.get("allowed") or ()), runtime=True)
     try:
         g.static_checks()
     except CheckFailure as e:
@@ -137,6 +138,28 @@ def main() -> int:
         mutated = [[p, wire.encode(now)] for p, now, before in
                    ((p, a, b) for p, a, b in watched) if _changed(before, now)]
         send({"op": "ret", "value": value, "mutated": mutated, "printed": sink.n})
+
+
+def _import_lab(module: str) -> None:
+    """Import every module of the exercise's lab (``labkit.<lab>.*``) before the student's cell
+    loads, so that the run-time tracing covers them: a module the student imports by a computed
+    name during a call is one already traced."""
+    import importlib
+    import pkgutil
+    parts = module.split(".")
+    if len(parts) < 2 or parts[0] != "labkit":
+        return
+    try:
+        pkg = importlib.import_module(".".join(parts[:2]))
+    except Exception:  # noqa: BLE001 - the check itself will report a broken lab
+        return
+    for info in pkgutil.walk_packages(getattr(pkg, "__path__", []), pkg.__name__ + "."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except Exception:  # noqa: BLE001
+            continue
 
 
 def _rebuild(tname: str, text: str) -> Exception:

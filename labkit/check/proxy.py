@@ -153,6 +153,7 @@ class Proxy:
                                                  "name_fn", "cell")}
             self._send({"op": "load", "req": req, "env": env, "exercise": self.exercise.name,
                         "answers": tuple(self.exercise.answers),
+                        "module": getattr(self.exercise, "module", ""),
                         "allowed": tuple(getattr(self.exercise, "allowed", ()))})
             msg = self._recv()
         except CheckFailure as e:
