@@ -1,8 +1,8 @@
 """Technique gates judge the code that runs, not the code a cell shows.
 
 A gate reads the student's compiled code (IR, assembly). Code behind a branch the check's inputs
-never take is compiled too: a vector loop under ``if n < 0:`` satisfies a width gate while the
-loop that runs is scalar. :func:`executed` returns the function the gates should judge instead:
+never take is compiled too: a vector loop under ``if a[0, 0] < -1.0:`` (the inputs are in
+[0, 1)) satisfies a width gate while the loop that runs is scalar. :func:`executed` returns the function the gates should judge instead:
 
 1. The student's function and its helpers of the same cell (numba functions it calls, found by
    name in its namespace, recursively) are rebuilt from their source with a counter at the start
@@ -178,8 +178,9 @@ class _Blocks(ast.NodeTransformer):
 
 def _build(py, helpers: dict, disp, counters: bool, prune: set | None = None,
            threads: bool = False):
-    """(njit'd main, {block: (function, line)}, block count) rebuilt in a copy of the namespace;
-    ``threads``: the counters are per block and thread (``numba.get_thread_id``)."""
+    """(njit'd main, {block: (function, line)}, {block: enclosing block or None}, block count)
+    rebuilt in a copy of the namespace; ``threads``: the counters are per block and thread
+    (``numba.get_thread_id``)."""
     import numba
     ns = dict(py.__globals__)
     ns[_TID] = numba.get_thread_id
@@ -207,7 +208,7 @@ def _build(py, helpers: dict, disp, counters: bool, prune: set | None = None,
         f.__kwdefaults__ = d.py_func.__kwdefaults__
         opts = {k: v for k, v in d.targetoptions.items() if k not in ("nopython", "cache")}
         ns[name] = numba.njit(**opts)(f)
-    return ns[py.__name__], (where, parent), start
+    return ns[py.__name__], where, parent, start
 
 
 def coverage(fn, args) -> Coverage:
@@ -234,7 +235,7 @@ def _probe(disp, py, args) -> Coverage:
         if py.__closure__:
             return Coverage(disp, why="a closure")
         helpers = _helpers(py)
-        inst, where, nblocks = _build(py, helpers, disp, counters=True)
+        inst, where, parent, nblocks = _build(py, helpers, disp, counters=True)
         cov = np.zeros(max(nblocks, 1), np.int64)
         inst(cov, *_copy(args))
     except Exception as e:  # noqa: BLE001 - the probe failed: the student's own code is judged
@@ -243,13 +244,12 @@ def _probe(disp, py, args) -> Coverage:
     if not never:
         return Coverage(disp, blocks=nblocks)
     try:
-        pruned, _, _ = _build(py, helpers, disp, counters=False, prune=never)
+        pruned, _, _, _ = _build(py, helpers, disp, counters=False, prune=never)
         from labkit.inspect.ir import with_defaults
         pruned.compile(with_defaults(pruned, tuple(numba.typeof(a) for a in args)))
     except Exception as e:  # noqa: BLE001
         return Coverage(disp, blocks=nblocks, why=f"pruned copy: {type(e).__name__}")
     # a block nested in a removed block is gone with it: report the outermost ones only
-    where, parent = where
     outer = [k for k in never if parent.get(k) not in never]
     lines = sorted({where[k] for k in outer}, key=lambda t: (t[0] != py.__name__, t[1]))
     return Coverage(pruned, skipped=len(outer), blocks=nblocks, lines=lines)
@@ -273,7 +273,7 @@ def threads_per_block(fn, args) -> int | None:
             _THREAD_BUILDS.clear()
             hit = _THREAD_BUILDS[id(py)] = (py,) + _build(py, _helpers(py), disp, counters=True,
                                                            threads=True)
-        _, inst, _, nblocks = hit
+        _, inst, _, _, nblocks = hit
         cov = np.zeros((max(nblocks, 1), numba.config.NUMBA_NUM_THREADS), np.int64)
         inst(cov, *_copy(args))
     except Exception:  # noqa: BLE001 - the probe failed: no count
