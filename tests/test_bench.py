@@ -518,3 +518,122 @@ def test_cli_says_whether_the_host_speed_held(monkeypatch, capsys, tmp_path):
     assert "HOST SPEED CHANGED" in out.read_text()
     note = cli.host_note([64, 74, 74, 72], ["lesson00", "alignment", "pcc"])
     assert "while lesson00 ran:" in note and "alignment" not in note
+
+
+# ----------------------------------------------------------- predicted beside measured (issue 34)
+
+@njit(cache=True)
+def _chain_dot(x, y):                 # one accumulator: latency-bound on every core
+    s = 0.0
+    for i in range(x.size):
+        s += x[i] * y[i]
+    return s
+
+
+def test_compare_predict_puts_a_predicted_column_beside_the_measured_one():
+    """compare(..., predict=True): each row gains measured cycles per element (positive) and
+    OSACA's bound (positive, or None with a reason — here numpy's dot, no numba loop); the text
+    and HTML tables show both columns and name the clock; explain() is one computed sentence."""
+    pytest.importorskip("osaca")
+    x = np.random.default_rng(0).random(2048)
+    res = bench.compare({"chain": _chain_dot, "numpy": np.dot}, (x, x.copy()), work=x.size,
+                        unit="elements", predict=True, **FAST)
+    for name in res.names:
+        assert res.cycles_per_elem(name) > 0
+    p = res.predicted("chain")
+    note = res.rows[0]["prediction_note"]
+    assert (p is not None and p > 0) or note, note    # a host without a model: None and why
+    assert res.predicted("numpy") is None and "numba" in res.rows[1]["prediction_note"]
+    text, page = str(res), res._repr_html_()
+    for view in (text, page):
+        assert "cycles/elem" in view and "predicted cycles/elem" in view
+        assert "labkit.hardware.clock.measure_clock" in view and "GHz" in view
+    head = text.splitlines()[0].split()
+    assert head[-1] == "ratio"                          # the ratio (and its bar) stays last
+    said = res.explain("chain")
+    if p is not None:
+        assert f"{res.cycles_per_elem('chain'):.2f}" in said and "× the bound" in said
+    assert res.explain("numpy").startswith("numpy: no prediction — ")
+    json.dumps(res.to_dict())                           # rows stay plain data
+    plain = bench.compare({"chain": _chain_dot}, (x, x), work=x.size, **FAST)
+    assert "predicted" not in str(plain)                # opt-in: no column unless asked
+
+
+def test_with_predictions_for_other_cores_and_without_a_model(monkeypatch):
+    """A hand-made row annotated with predictions made for haswell and apple-m1 (compile_for
+    targets, not run) and a given clock: the predicted column is that core's bound. No model, no
+    OSACA: a note in the table and in explain(), never an exception."""
+    pytest.importorskip("osaca")
+    from labkit import inspect as lk
+    from labkit.bench import uarch
+    x = np.ones(1024)
+    rows = [{"name": "hsw", "median_s": 1e-6, "throughput": 1024 / 1e-6},
+            {"name": "m1", "median_s": 1e-6, "throughput": 1024 / 1e-6},
+            {"name": "p4", "median_s": 1e-6, "throughput": 1024 / 1e-6},
+            {"name": "no work", "median_s": 1e-6}]
+    res = bench.BenchResult(rows)
+    preds = {"hsw": lk.predict(_chain_dot, (x, x), cpu="haswell"),
+             "m1": lk.predict(_chain_dot, (x, x), cpu="apple-m1")}
+    res.with_predictions({**preds, "p4": (_chain_dot, (x, x), {"cpu": "pentium4"}),
+                          "no work": (_chain_dot, (x, x))}, hz=3e9)
+    assert res.cycles_per_elem("hsw") == pytest.approx(3e9 * 1e-6 / 1024)
+    for name, model in (("hsw", "HSW"), ("m1", "M1")):
+        assert res.predicted(name) > 0
+        assert res.predicted(name) == pytest.approx(preds[name].cycles_per_element)
+        assert model in res.explain(name)
+    assert res.predicted("p4") is None and "no OSACA core model" in res.explain("p4")
+    assert res.cycles_per_elem("no work") is None and "work=" in res.explain("no work")
+    assert "no OSACA core model" in str(res) and "3.00 GHz" in str(res)
+
+    def no_osaca(*a, **k):
+        raise ImportError("labkit.inspect.predict needs OSACA: pip install osaca")
+    monkeypatch.setattr("labkit.inspect.uarch.predict", no_osaca)
+    p, why = uarch.prediction_for(_chain_dot, (x, x))
+    assert p is None and "pip install osaca" in why
+    res.with_predictions({"hsw": (_chain_dot, (x, x))}, hz=3e9)
+    assert res.predicted("hsw") is None and "pip install osaca" in res.explain("hsw")
+    with pytest.raises(ValueError, match="kept no functions"):
+        bench.BenchResult([{"name": "a", "median_s": 1.0}]).with_predictions(True, hz=3e9)
+    with pytest.raises(ValueError, match="with_predictions"):
+        bench.BenchResult([{"name": "a", "median_s": 1.0}]).explain("a")
+
+
+_LINE = (r"^0\d \w+ .+: measured \d+\.\d\d cycles per .+ at \d+\.\d\d GHz"
+         r"(, predicted (≥ )?\d+\.\d\d \((a loop-carried dependency|port \S+); OSACA \w+.*\): "
+         r"\d+\.\d\d× the bound — .+|; no prediction — .+|; predicted .+ no per-element ratio)$")
+
+
+def test_bench_uarch_line_is_computed_for_a_lab(monkeypatch):
+    """`labkit bench`'s per-lab line: lesson 00's key kernel measured and predicted (or why not),
+    in one line; without a model it says so; a broken lab spec gives a line, not a traceback."""
+    import re
+
+    from labkit.bench import uarch
+    line = uarch.lab_line("lesson00", rounds=1)
+    assert re.match(_LINE, line) and "\n" not in line, line
+    monkeypatch.setattr(uarch, "prediction_for",
+                        lambda *a, **k: (None, "no OSACA core model for 'x86-64'"))
+    line = uarch.lab_line("lesson00", rounds=1)
+    assert re.match(_LINE, line) and line.endswith("no prediction — no OSACA core model for 'x86-64'")
+    monkeypatch.setattr(uarch, "lab_kernel", lambda lab: 1 / 0)
+    assert "no kernel to measure (ZeroDivisionError" in uarch.lab_line("pcc")
+
+
+def test_cli_uarch_prints_one_line_per_lab(monkeypatch, capsys):
+    from labkit.bench import cli, uarch
+    monkeypatch.setattr(uarch, "lab_line", lambda lab, rounds=3: f"line for {lab}")
+    assert bench.main(["all", "--uarch"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "predicted vs measured" in out[1] and "measure_clock" in out[1]
+    assert out[2:2 + len(bench.lab_names())] == [f"  line for {lab}" for lab in bench.lab_names()]
+    assert "== " not in "\n".join(out)                  # no tables: seconds, not minutes
+    with pytest.raises(SystemExit):
+        bench.main(["all", "--uarch", "--no-uarch"])
+    assert cli.uarch_header().startswith("predicted vs measured")
+
+
+def test_every_lab_names_a_kernel_to_predict():
+    from labkit.bench import uarch
+    for lab in bench.lab_names():
+        spec = uarch.lab_kernel(lab)
+        assert spec is not None and spec.elements > 0 and callable(spec.fn), lab

@@ -144,3 +144,28 @@ def test_bad_input_gets_a_clear_error():
     assert MODELS["znver5"][1], "an approximated model names what it stands in for"
     p = lk.predict(sum_chain, _args()["sum_chain"], cpu="znver5")
     assert p.model == "ZEN4" and "Zen 4 model" in p.explain()
+
+
+def test_loop_by_kind_picks_the_register_blocks_fma_loop():
+    """lab 03's tile_block: the loop show() marks hot is a dead copy full of scatters; loop="fma"
+    analyses the 4×4 block's k loop instead — for cores with 32 vector registers (znver4,
+    apple-m1) a port bound with all 16 FMAs in it, predicted without running."""
+    from labkit import pcc
+    from labkit.pcc import kernels
+    Z = pcc.standardize(pcc.make_inputs({"n": 16, "l": 64}).X)[0]
+    args = (Z, 0, 8, 8, 16, False, Z.shape[1], np.zeros((16, 16)), 0, 0)
+    for cpu in ("znver4", "apple-m1"):
+        p = lk.predict(kernels.tile_block, args, cpu=cpu, loop="fma")
+        fmas = [ln for ln in p.loop if ln.split()[0].startswith(("vfmadd", "fmla"))]
+        assert len(fmas) >= 16 and p.bound == "ports", (cpu, p.explain())
+    with pytest.raises(ValueError, match="no innermost loop with 'popcount'"):
+        lk.predict(sum_chain, _args()["sum_chain"], cpu="haswell", loop="popcount")
+
+
+def test_a_lower_bound_is_not_blamed_on_memory(monkeypatch):
+    from labkit.inspect import uarch
+    monkeypatch.setattr(uarch, "_busy", lambda: "")
+    p = lk.predict(sum_chain, _args()["sum_chain"], cpu="znver4")
+    p.unknown = ["vpmaxsw %ymm1, %ymm2, %ymm3"]
+    said = p.explain(p.cycles_per_element * 4)
+    assert "lower bound" in said and "look at memory" not in said

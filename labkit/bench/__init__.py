@@ -10,7 +10,9 @@ Ratios are speedups (baseline median / variant median), shown as "4.8×", never 
 The package knows no lab. Its parts: ``formatting`` (numbers as text), ``timing`` (clock, loops,
 :func:`timeit`), ``results`` (:class:`BenchResult`, :class:`SweepResult` and their views),
 ``measure`` (:func:`compare`, :func:`sweep`), ``claims`` (:func:`claim`: a direction word only
-when the repeats separate), ``targets`` (:class:`Target` and its measures),
+when the repeats separate), ``targets`` (:class:`Target` and its measures), ``uarch`` (measured
+cycles per element beside OSACA's bound: ``compare(..., predict=...)``,
+:meth:`BenchResult.with_predictions`, the per-lab line of ``labkit bench``),
 ``cli`` (``labkit bench``, which finds the labs through :mod:`labkit.registry`).
 """
 from __future__ import annotations

@@ -80,7 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="also write the targets as a Markdown table to FILE; if FILE has the "
                         f"lines {MARK_BEGIN} and {MARK_END}, only what is between them is "
                         "replaced (how README.md's benchmark table is made)")
+    p.add_argument("--uarch", action="store_true",
+                   help="only each lab's predicted-vs-measured line (OSACA's bound for its key "
+                        "kernel beside its measured cycles per element; seconds, no tables)")
+    p.add_argument("--no-uarch", action="store_true",
+                   help="leave the predicted-vs-measured lines out")
     ns = p.parse_args(argv)
+    if ns.uarch and (ns.no_uarch or ns.markdown):
+        p.error("--uarch prints only the prediction lines: it takes no --no-uarch or --markdown")
     if ns.repeat < 1:
         p.error("--repeat must be ≥ 1")
     if ns.markdown:
@@ -92,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from labkit import hardware
     print(hardware.summary())
     labs = known if ns.lab == "all" else (ns.lab,)
+    if ns.uarch:
+        print_uarch(labs)
+        return 0
     failed: list[str] = []
     summary: list[tuple[str, dict]] = []
     host, ran = [host_rate()], []       # host[i], host[i + 1]: before and after lab ran[i]
@@ -111,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ran.append(lab)
     steady = host_note(host, ran)
     print(steady + "\n")
+    if not ns.no_uarch and ran:
+        print_uarch(ran)
     if len(labs) > 1 and summary:
         met = sum(1 for _, r in summary if r["met"])
         measured = sum(1 for _, r in summary if r["met"] is not None)
@@ -127,6 +139,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"benchmark failed for: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def uarch_header() -> str:
+    """The line above :func:`print_uarch`'s lines: what they are and which clock."""
+    from .uarch import CLOCK_NOTE
+    return ("predicted vs measured, each lab's key kernel (OSACA's bound for its hot loop, "
+            f"labkit.inspect.predict; cycles from the {CLOCK_NOTE}; fastest of 3 rounds):")
+
+
+def print_uarch(labs: Sequence[str]) -> list[str]:
+    """Print (and return) one computed line per lab: its key kernel's measured and predicted
+    cycles per element (:func:`labkit.bench.uarch.lab_line`; never raises)."""
+    from .uarch import lab_line
+    print(uarch_header(), flush=True)
+    lines = []
+    for lab in labs:
+        lines.append(lab_line(lab))
+        print("  " + lines[-1], flush=True)
+    print()
+    return lines
 
 
 def _run_lab(mod, run, ns) -> list[dict]:

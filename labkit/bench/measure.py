@@ -40,14 +40,19 @@ def _normalise_functions(functions: Any, args: Any) -> list[tuple[str, Callable,
 def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | None = None,
             repeat: int = 5, min_time: float = 0.2, work: Any = None, unit: str = "items",
             validate: Callable | None = None, label: str | None = None,
-            clock: str = "wall", stat: str = "median") -> BenchResult:
+            clock: str = "wall", stat: str = "median", predict: Any = None) -> BenchResult:
     """Time several functions on the same inputs with interleaved repeats → BenchResult.
 
     ``clock="cpu"`` times this process's CPU seconds (all its threads) instead of elapsed time:
     for one thread on a machine shared with other jobs it leaves out the moments another job
     held the core; for several threads the ratio becomes their parallel efficiency.
     ``stat="best"`` rates each function by its fastest repeat instead of the median (robust when
-    other jobs come and go: the best repeat is the one where all our threads had a core)."""
+    other jobs come and go: the best repeat is the one where all our threads had a core).
+
+    ``predict`` (opt-in): put OSACA's bound for each kernel's hot loop beside its measured
+    cycles per element — True (every function, on its own arguments), a list of names, or a
+    dict name → function / (function, args[, options]) / Prediction; see
+    :meth:`BenchResult.with_predictions`. ``work`` must count the hot loop's elements per call."""
     entries = _normalise_functions(functions, args)
     names = [e[0] for e in entries]
     _check_positive("repeat", repeat, integer=True)
@@ -103,13 +108,18 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
             "q1_s": q1, "q3_s": q3, "spread": (q3 - q1) / med if med > 0 else float("nan"),
             "throughput": (float(w) / t if t > 0 else float("inf")) if w is not None else None,
             "ratio": float("nan"), "loops": loops[name],
+            **({"work": float(w)} if w is not None else {}),
         })
     key = "median_s" if stat == "median" else "best_s"
     base_t = next(r[key] for r in rows if r["name"] == baseline)
     for r in rows:
         r["ratio"] = base_t / r[key] if r[key] > 0 else float("inf")
-    return BenchResult(rows, baseline=baseline, unit=unit, label=label, repeat=repeat,
-                       min_time=min_time, times=times, clock=clock, stat=stat)
+    res = BenchResult(rows, baseline=baseline, unit=unit, label=label, repeat=repeat,
+                      min_time=min_time, times=times, clock=clock, stat=stat)
+    if predict is not None and predict is not False:
+        res._calls = {name: (fn, a) for name, fn, a in resolved}   # kept only when asked
+        res.with_predictions(predict)
+    return res
 
 
 def sweep(fn: Callable, param: str, values: Sequence, args_for: Callable | None = None,

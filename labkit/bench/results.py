@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -52,6 +52,9 @@ class BenchResult:
         self.times = times or {}
         self.clock = clock
         self.stat = stat
+        self.predictions: dict | None = None   # name → Prediction, once with_predictions ran
+        self.hz: float | None = None           # the core clock that turned seconds into cycles
+        self._calls: dict = {}                 # name → (fn, args), kept by compare(predict=)
 
     # -- access
     @property
@@ -92,6 +95,104 @@ class BenchResult:
             raise ValueError(f"hz must be a positive clock frequency in Hz, got {hz!r}")
         return float(hz) / tp
 
+    # -- predicted beside measured (labkit.inspect.predict)
+    def with_predictions(self, predict: Any = True, *, hz: float | None = None,
+                         cpu: str | None = None) -> "BenchResult":
+        """Put OSACA's bound for each kernel's hot loop beside its measured cycles per element:
+        every row gains ``cycles_per_elem`` (best repeat × the core clock ÷ work, the work
+        counting the hot loop's elements per call) and ``predicted_cycles_per_elem`` (a positive
+        number, or None with the reason in ``prediction_note``); the tables show both columns.
+
+        ``predict``: True (every row :func:`compare` timed, with its own arguments), a list of
+        row names, or a dict row name → function, ``(function, args)``, ``(function, args,
+        options)`` (options: predict()'s ``elements_per_iteration``, ``loop``, ``cpu``) or a
+        ready :class:`~labkit.inspect.uarch.Prediction`. ``hz``: the clock (default: measured
+        now by :func:`labkit.hardware.clock.measure_clock`). A row without a model, a loop or
+        OSACA gets a note, never an exception. Returns this result."""
+        from .uarch import measure_hz, prediction_for
+        from labkit.inspect.uarch import Prediction
+        if predict is True:
+            if not self._calls:
+                raise ValueError("this result kept no functions (compare() keeps them only with "
+                                 "predict=): give a dict name → (function, args)")
+            predict = {n: self._calls[n] for n in self.names if n in self._calls}
+        elif isinstance(predict, (list, tuple)) and all(isinstance(n, str) for n in predict):
+            missing = [n for n in predict if n not in self._calls]
+            if missing:
+                raise ValueError(f"no function and arguments kept for {missing}: give a dict "
+                                 "name → (function, args) instead")
+            predict = {n: self._calls[n] for n in predict}
+        if not isinstance(predict, dict):
+            raise TypeError("predict must be True, a list of row names or a dict name → "
+                            f"function / (function, args) / Prediction; got {type(predict).__name__}")
+        for n in predict:
+            self._row(n)
+        if hz is None:
+            hz = measure_hz()
+        if not (isinstance(hz, (int, float)) and hz > 0):
+            raise ValueError(f"hz must be a positive clock frequency in Hz, got {hz!r}")
+        self.hz = float(hz)
+        self.predictions = dict(self.predictions or {})
+        for r in self.rows:
+            name = r["name"]
+            work = r.get("work")
+            if work is None and r.get("throughput"):
+                work = r["throughput"] * (r["median_s"] if self.stat == "median" else r["best_s"])
+            r["cycles_per_elem"] = (self.hz * r["best_s"] / work) if work else None
+            if name not in predict:
+                r.setdefault("predicted_cycles_per_elem", None)
+                r.setdefault("prediction_note", "not predicted")
+                continue
+            spec, why, p = predict[name], "", None
+            if isinstance(spec, Prediction):
+                p = spec
+            else:
+                fn, args, opts = spec, self._calls.get(name, (None, ()))[1], {}
+                if isinstance(spec, tuple):
+                    fn, args, opts = (tuple(spec) + ({},))[:3] if len(spec) == 2 else spec
+                opts = {"cpu": cpu, **dict(opts)}
+                p, why = prediction_for(fn, args, **opts)
+            per = p.cycles_per_element if p is not None else None
+            if p is not None and per is None:
+                why = ("the loop's step could not be read: predict it with "
+                       f"elements_per_iteration= ({p.cycles_per_iteration:.2f} cycles per "
+                       "loop iteration)")
+            if work is None:
+                why = "; ".join(w for w in (why, "no work= given: cycles per element need the "
+                                                 "elements per call") if w)
+            if p is not None:
+                self.predictions[name] = p
+            else:
+                self.predictions.pop(name, None)
+            r["predicted_cycles_per_elem"] = per
+            r["prediction_note"] = why
+        return self
+
+    def predicted(self, name: str) -> float | None:
+        """OSACA's cycles per element for `name` (None: see :meth:`explain`)."""
+        return self._row(name).get("predicted_cycles_per_elem")
+
+    def cycles_per_elem(self, name: str) -> float | None:
+        """Measured cycles per element of `name` (after :meth:`with_predictions`)."""
+        return self._row(name).get("cycles_per_elem")
+
+    def explain(self, name: str) -> str:
+        """One computed sentence: `name`'s bound and how close its measurement runs to it
+        (:meth:`~labkit.inspect.uarch.Prediction.explain`), or why there is no prediction."""
+        r = self._row(name)
+        if "predicted_cycles_per_elem" not in r:
+            raise ValueError("no predictions in this result: call with_predictions() or "
+                             "compare(..., predict=...) first")
+        p = (self.predictions or {}).get(name)
+        note = r.get("prediction_note") or ""
+        note = note.rstrip(".")
+        if p is None:
+            return f"{name}: no prediction — {note}."
+        measured = r.get("cycles_per_elem")
+        usable = measured is not None and p.cycles_per_element is not None
+        text = p.explain(measured if usable else None)
+        return f"{name}: {text}" + (f" ({note})" if note and not usable else "")
+
     def ratio(self, name: str, baseline: str | None = None) -> float:
         """Speedup of `name` over `baseline` (default: the result's baseline): >1 means faster."""
         base = self.baseline if baseline is None else baseline
@@ -115,46 +216,72 @@ class BenchResult:
         return {
             "label": self.label, "unit": self.unit, "baseline": self.baseline,
             "repeat": self.repeat, "min_time": self.min_time, "clock": self.clock,
-            "stat": self.stat,
+            "stat": self.stat, "hz": self.hz,
             "rows": [dict(r) for r in self.rows],
             "times": {k: list(v) for k, v in self.times.items()},
         }
 
     # -- views
+    @property
+    def _predicted(self) -> bool:
+        return self.predictions is not None
+
+    def _columns(self) -> list[tuple[str, list[str]]]:
+        """(heading, one cell per row) for the columns shown: throughput only when some row has
+        one, the two cycle columns only after :meth:`with_predictions`; the ratio is last."""
+        def cyc(v):
+            return f"{v:.2f}" if isinstance(v, (int, float)) and math.isfinite(v) else "–"
+        t = "median_s" if self.stat == "median" else "best_s"
+        cols = [("name", [r["name"] for r in self.rows]),
+                ("first call", [format_time(r["compile_s"]) for r in self.rows]),
+                ("best" if self.stat == "best" else "median", [format_time(r[t]) for r in self.rows]),
+                ("spread", [f"{r['spread'] * 100:.1f} %" if math.isfinite(r["spread"]) else "–"
+                            for r in self.rows])]
+        if any(r["throughput"] is not None for r in self.rows):
+            cols.append(("throughput", [format_throughput(r["throughput"], self.unit)
+                                        if r["throughput"] is not None else "–" for r in self.rows]))
+        if self._predicted:
+            cols.append(("cycles/elem", [cyc(r.get("cycles_per_elem")) for r in self.rows]))
+            cols.append(("predicted cycles/elem",
+                         [cyc(r.get("predicted_cycles_per_elem")) for r in self.rows]))
+        cols.append(("ratio", [format_ratio(r["ratio"]) + (" (baseline)" if r["name"] == self.baseline
+                                                           else "") for r in self.rows]))
+        return cols
+
     def _cells(self) -> list[list[str]]:
-        out = []
-        for r in self.rows:
-            ratio = format_ratio(r["ratio"]) + (" (baseline)" if r["name"] == self.baseline else "")
-            out.append([
-                r["name"],
-                format_time(r["compile_s"]),
-                format_time(r["median_s" if self.stat == "median" else "best_s"]),
-                f"{r['spread'] * 100:.1f} %" if math.isfinite(r["spread"]) else "–",
-                format_throughput(r["throughput"], self.unit) if r["throughput"] is not None else "–",
-                ratio,
-            ])
-        return out
+        cols = self._columns()
+        return [[c[1][i] for c in cols] for i in range(len(self.rows))]
 
     _HEAD = ["name", "first call", "median", "spread", "throughput", "ratio"]
 
     @property
     def _head(self) -> list[str]:
-        return [("best" if h == "median" and self.stat == "best" else h) for h in self._HEAD]
+        return [h for h, _ in self._columns()]
 
     def _footer(self) -> str:
         what = "process CPU seconds (all threads), " if self.clock == "cpu" else ""
         what += "median of" if self.stat == "median" else "best of"
-        return (f"{what} {self.repeat} interleaved repeats (≥ {format_time(self.min_time)} "
+        text = (f"{what} {self.repeat} interleaved repeats (≥ {format_time(self.min_time)} "
                 f"each); spread = IQR/median; ratio = time of {self.baseline} ÷ time (higher is faster)")
+        if self._predicted:
+            from .uarch import CLOCK_NOTE
+            models = sorted({p.model + " model" + (f" for {p.cpu}" if p.approximation else "")
+                             for p in (self.predictions or {}).values()})
+            text += (f"\ncycles/elem = best repeat × {self.hz / 1e9:.2f} GHz ({CLOCK_NOTE}) ÷ "
+                     "elements per call; predicted = OSACA's bound for the hot loop "
+                     "(labkit.inspect.predict" + (f"; OSACA's {', '.join(models)}"
+                                                  if models else "")
+                     + "; every load from L1, a perfect front end)")
+            for r in self.rows:
+                note = r.get("prediction_note")
+                if note and note != "not predicted":
+                    text += f"\n{r['name']}: {note}"
+        return text
 
     def __str__(self) -> str:
         """Text table for terminals."""
         cells = self._cells()
         head = list(self._head)
-        has_tp = any(r["throughput"] is not None for r in self.rows)
-        if not has_tp:
-            head.pop(4)
-            cells = [c[:4] + c[5:] for c in cells]
         widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
 
         def line(vals):
@@ -177,15 +304,12 @@ class BenchResult:
 
     def _repr_html_(self) -> str:
         """HTML table for Jupyter, with a bar per ratio."""
-        has_tp = any(r["throughput"] is not None for r in self.rows)
-        head = [h for h in self._head if has_tp or h != "throughput"]
+        head = self._head
         maxr = max((r["ratio"] for r in self.rows if math.isfinite(r["ratio"])), default=1.0)
         th = "".join(f"<th style='text-align:{'left' if i == 0 else 'right'};padding:2px 10px'>"
                      f"{html.escape(h)}</th>" for i, h in enumerate(head))
         body = []
         for r, c in zip(self.rows, self._cells()):
-            if not has_tp:
-                c = c[:4] + c[5:]
             width = 0 if not math.isfinite(r["ratio"]) else max(2, int(80 * r["ratio"] / maxr))
             color = "#8c8c8c" if r["name"] == self.baseline else "#3b6ea8"
             bar = (f"<span style='display:inline-block;width:{width}px;height:0.8em;"
@@ -196,9 +320,10 @@ class BenchResult:
             body.append("<tr>" + "".join(tds) + "</tr>")
         cap = (f"<caption style='text-align:left;font-weight:bold'>{html.escape(self.label)}</caption>"
                if self.label else "")
+        foot = "<br>".join(html.escape(ln) for ln in self._footer().splitlines())
         return (f"<table class='labkit-bench' style='border-collapse:collapse'>{cap}"
                 f"<thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-                f"<div style='font-size:smaller;color:#666'>{html.escape(self._footer())}</div>")
+                f"<div style='font-size:smaller;color:#666'>{foot}</div>")
 
     def plot(self, ax=None):
         """Speedup bars (ratio vs baseline) via labkit.plots.speedup_bars; returns the Axes."""

@@ -121,17 +121,7 @@ class Prediction:
         if not (measured > 0):
             raise ValueError(f"measured must be positive cycles per element, got {measured!r}")
         r = measured / per
-        if r < 0.8:
-            tail = ("faster than the model allows: the model is pessimistic for this core "
-                    "(or the clock measured is not the one the loop ran at)")
-        elif r <= 1.25:
-            tail = ("the dependency chain is the limit, as predicted" if self.bound == "dependency"
-                    else "the ports are the limit, as predicted")
-        elif r <= 2.5:
-            tail = ("above the bound: part of the time goes to what the model leaves out — "
-                    "cache misses, the front end, a lower clock")
-        else:
-            tail = "far above the bound: look at memory — the loads do not come from L1"
+        tail = _verdict(r, self.bound, len(self.unknown))
         if r > 1.25:
             busy = _busy()
             if busy:
@@ -140,6 +130,24 @@ class Prediction:
 
     def __str__(self) -> str:
         return self.explain()
+
+
+def _verdict(r: float, bound: str = "ports", unknown: int = 0) -> str:
+    """What measured ÷ predicted cycles per element suggests, in a few words (``unknown``:
+    instructions the model has no data for, so the bound is a lower bound)."""
+    if unknown and r > 1.25:
+        return (f"above a lower bound: the model counts {unknown} instructions as free (not "
+                "in its tables) and they may be the limit — not necessarily memory")
+    if r < 0.8:
+        return ("faster than the model allows: the model is pessimistic for this core "
+                "(or the clock measured is not the one the loop ran at)")
+    if r <= 1.25:
+        return ("the dependency chain is the limit, as predicted" if bound == "dependency"
+                else "the ports are the limit, as predicted")
+    if r <= 2.5:
+        return ("above the bound: part of the time goes to what the model leaves out — "
+                "cache misses, the front end, a lower clock")
+    return "far above the bound: look at memory — the loads do not come from L1"
 
 
 def _busy() -> str:
@@ -152,14 +160,28 @@ def _busy() -> str:
     return f"load {one:.1f} on {cores} cores" if one >= 0.5 * cores else ""
 
 
-def _hot_loop_text(fn, signature, cpu: str | None) -> list[str]:
+def _hot_loop_text(fn, signature, cpu: str | None, loop: str | None = None) -> list[str]:
+    from .vector import _asm_arch, _classify, _iter_instructions
     from .views import show
     listing = show(fn, "asm", signature, cpu=cpu)
     hot = listing.hot_loop()
     if hot is None:
         raise ValueError(f"{getattr(fn, '__name__', 'the function')} has no loop in its "
                          "compiled code (a loop in a helper LLVM did not inline is not analysed)")
-    lines = listing.text.splitlines()[hot[0]:hot[1] + 1]
+    lines = listing.text.splitlines()
+    if loop is not None:          # the innermost loop with the most instructions of that kind
+        def count(span):
+            seg = "\n".join(lines[span[0]:span[1] + 1])
+            arch = _asm_arch(seg)
+            return sum(1 for m, o in _iter_instructions(seg)
+                       if (_classify(m, o, arch) or ("",))[0] == loop)
+        best = max(listing._inner(), key=lambda sp: (count(sp), sp[1] - sp[0]))
+        if count(best) == 0:
+            raise ValueError(f"{getattr(fn, '__name__', 'the function')} has no innermost loop "
+                             f"with {loop!r} vector instructions (kinds: fma, add, mul, minmax, "
+                             "popcount, gather, shuffle, move, …)")
+        hot = best
+    lines = lines[hot[0]:hot[1] + 1]
     return [ln for ln in lines if ln.strip() and not ln.strip().startswith(("#", ".", "//"))
             or re.match(r"^\s*[.\w$]+:", ln)]
 
@@ -204,16 +226,20 @@ def _elements(loop: list[str], itemsize: int | None) -> int | None:
 
 
 def predict(fn, signature=None, *, cpu: str | None = None,
-            elements_per_iteration: int | None = None) -> Prediction:
+            elements_per_iteration: int | None = None, loop: str | None = None) -> Prediction:
     """OSACA's bound for ``fn``'s hot loop (compiled for ``signature``: example arguments or
     numba types) on ``cpu`` (an LLVM CPU name; default: the CPU numba compiles for). A CPU of
-    another architecture is predicted from the code LLVM emits for it, without running it."""
+    another architecture is predicted from the code LLVM emits for it, without running it.
+    ``loop``: a kind of vector instruction (``"fma"``, ``"minmax"``, ``"popcount"``, … — the
+    categories of :func:`vector_report`) to analyse the innermost loop with the most of them
+    instead of the one :func:`show` marks hot (a copy of the loop LLVM made for a case that never
+    runs can carry more vector instructions than the loop that does)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # OSACA's parser uses deprecated pyparsing names
-        return _predict(fn, signature, cpu, elements_per_iteration)
+        return _predict(fn, signature, cpu, elements_per_iteration, loop)
 
 
-def _predict(fn, signature, cpu, elements_per_iteration) -> Prediction:
+def _predict(fn, signature, cpu, elements_per_iteration, loop=None) -> Prediction:
     try:
         from osaca.osaca import get_asm_parser, reduce_to_section
         from osaca.semantics import ArchSemantics, KernelDG, MachineModel
@@ -227,7 +253,7 @@ def _predict(fn, signature, cpu, elements_per_iteration) -> Prediction:
         if hardware.has("amx_tile"):      # a VM's model number: AMX is Sapphire Rapids or newer
             model, approx = "SPR", (f"Sapphire Rapids model: LLVM names this core {target}, "
                                     "but it has AMX (a virtual machine's model number)")
-    loop = _hot_loop_text(fn, signature, cpu)
+    loop = _hot_loop_text(fn, signature, cpu, loop)
     itemsize = None
     if isinstance(signature, tuple):
         import numpy as np

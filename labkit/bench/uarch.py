@@ -1,0 +1,205 @@
+"""Predicted beside measured: OSACA's bound for a kernel's hot loop
+(:func:`labkit.inspect.predict`) next to the cycles per element the kernel takes on this core.
+
+Cycles come from the core clock labkit measures, :func:`labkit.hardware.clock.measure_clock`: a
+chain of dependent integer add + xor (one cycle each on every x86-64 and AArch64 core of the
+last decade) timed in this thread's CPU time — the frequency the core runs at while busy, turbo
+included. ``cycles per element = seconds per call × clock ÷ elements per call``, where the
+elements are what the hot loop steps over (an array element, a DP cell, a sample of a 4×4 block).
+
+:func:`prediction_for` never raises: a host without an OSACA model, a missing ``osaca``, a
+function without a loop or OSACA's own failure give ``(None, why)``. :func:`measured_cycles`
+times the clock and the kernel back to back, a few rounds, and keeps the fastest round (a shared
+or throttled host only ever makes a round slower). :func:`lab_line` is the line ``labkit bench``
+prints per lab, from the lab's :data:`UARCH_KERNEL` hook (see :func:`lab_kernel`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["CLOCK_NOTE", "KernelSpec", "prediction_for", "measure_hz", "measured_cycles",
+           "lab_kernel", "lab_line", "verdict"]
+
+#: which clock turns seconds into cycles (said in every table and line that shows cycles)
+CLOCK_NOTE = ("core clock measured by labkit.hardware.clock.measure_clock: a dependent "
+              "add + xor chain, thread CPU time, best of 3")
+
+
+def prediction_for(fn: Callable, args: Any = None, *, cpu: str | None = None,
+                   elements_per_iteration: int | None = None, loop: str | None = None):
+    """``(Prediction, "")``, or ``(None, why)`` when no prediction can be made — never raises."""
+    from labkit.inspect.uarch import predict
+    try:
+        return predict(fn, args, cpu=cpu, elements_per_iteration=elements_per_iteration,
+                       loop=loop), ""
+    except ImportError as e:
+        return None, str(e) or "OSACA is not installed (pip install osaca)"
+    except ValueError as e:                       # no model, no loop, OSACA could not analyse it
+        return None, str(e).splitlines()[0] if str(e) else "no prediction"
+    except Exception as e:  # noqa: BLE001 - a note, never a traceback
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+
+
+def measure_hz() -> float:
+    """The core clock now (Hz): :func:`~labkit.hardware.clock.measure_clock` on a short chain
+    (1 M iterations, best of 3: a few milliseconds)."""
+    from labkit.hardware.clock import measure_clock
+    return measure_clock(iterations=1_000_000, repeat=3)
+
+
+def measured_cycles(fn: Callable, args: tuple, elements: float, *, rounds: int = 3,
+                    min_time: float = 0.01) -> tuple[float, float]:
+    """(cycles per element, clock Hz) of ``fn(*args)`` on this core: in each of ``rounds`` rounds
+    the clock and the kernel (best of 3 autoscaled repeats, thread CPU time) are timed one right
+    after the other; the fastest round is kept (every disturbance — another process, an interrupt,
+    a frequency step — makes a round slower, never faster)."""
+    from .timing import timeit
+    if not (elements and elements > 0):
+        raise ValueError(f"elements must be a positive count per call, got {elements!r}")
+    best = None
+    for _ in range(max(1, int(rounds))):
+        hz = measure_hz()
+        s = min(timeit(fn, *args, repeat=3, min_time=min_time, clock="thread").times)
+        r = (s * hz / elements, hz)
+        best = r if best is None or r[0] < best[0] else best
+    return best
+
+
+def verdict(ratio: float, bound: str = "ports", unknown: int = 0) -> str:
+    """A few words for measured ÷ predicted (the words :meth:`Prediction.explain` uses)."""
+    from labkit.inspect.uarch import _verdict
+    return _verdict(ratio, bound, unknown)
+
+
+# --------------------------------------------------------------------------- per lab
+
+@dataclass
+class KernelSpec:
+    """One kernel to put beside its prediction: ``fn(*args)`` steps its hot loop over
+    ``elements`` elements per call (what one "element" is: ``element``)."""
+
+    label: str                       # the kernel's name as the lab's tables and notebook say it
+    fn: Callable
+    args: tuple
+    elements: float                  # hot-loop elements per call
+    element: str = "element"         # what one element is ("DP cell", "k of a 4×4 block", …)
+    elements_per_iteration: int | None = None   # when the loop's step cannot be read
+    loop: str | None = None          # predict()'s loop=: the innermost loop richest in this kind
+
+
+def lab_kernel(lab: str) -> KernelSpec | None:
+    """The kernel ``labkit bench`` predicts for ``lab``: the lab's own hook (a function
+    ``UARCH_KERNEL() -> KernelSpec`` in its package or its ``bench`` module), else the fallback
+    below for the five labs, else None."""
+    import importlib
+
+    from labkit import registry
+
+    mod = registry.get(lab).module
+    for name in (mod, mod + ".bench"):
+        try:
+            hook = getattr(importlib.import_module(name), "UARCH_KERNEL", None)
+        except ImportError:
+            hook = None
+        if callable(hook):
+            return hook()
+    make = _FALLBACK.get(registry.get(lab).name)
+    return make() if make else None
+
+
+def lab_line(lab: str, *, rounds: int = 3) -> str:
+    """One computed line: the lab's key kernel, measured and predicted cycles per element, their
+    ratio and what it suggests — or why there is no prediction or no measurement. Never raises."""
+    from labkit import registry
+    head = f"{registry.get(lab).number:02d} {lab}"
+    try:
+        spec = lab_kernel(lab)
+    except Exception as e:  # noqa: BLE001
+        return f"{head}: no kernel to measure ({type(e).__name__}: {e})"
+    if spec is None:
+        return f"{head}: no kernel named for a prediction (the lab has no UARCH_KERNEL)"
+    try:
+        spec.fn(*spec.args)                        # compile (and fail) before predicting
+        cyc, hz = measured_cycles(spec.fn, spec.args, spec.elements, rounds=rounds)
+        meas = f"measured {cyc:.2f} cycles per {spec.element} at {hz / 1e9:.2f} GHz"
+    except Exception as e:  # noqa: BLE001
+        return f"{head} {spec.label}: not measured ({type(e).__name__}: {e})"
+    p, why = prediction_for(spec.fn, spec.args, elements_per_iteration=spec.elements_per_iteration,
+                            loop=spec.loop)
+    if p is None:
+        return f"{head} {spec.label}: {meas}; no prediction — {why}"
+    per = p.cycles_per_element
+    if per is None:
+        return (f"{head} {spec.label}: {meas}; predicted {p.cycles_per_iteration:.2f} cycles per "
+                f"loop iteration ({p.summary().split(',')[0]}, {p.model} model) — the loop's step "
+                "could not be read, so no per-element ratio")
+    r = cyc / per
+    low = (f", {len(p.unknown)} of {p.instructions} instructions not in its tables"
+           if p.unknown else "")
+    what = "a loop-carried dependency" if p.bound == "dependency" else f"port {p.port}"
+    return (f"{head} {spec.label}: {meas}, predicted {'≥ ' if p.unknown else ''}{per:.2f} "
+            f"({what}; OSACA {p.model}{low}): {r:.2f}× the bound — "
+            f"{verdict(r, p.bound, len(p.unknown))}")
+
+
+def _lab(lab: str, sub: str = ""):
+    """A lab's module (or its submodule ``sub``), through the registry: tools import no lab."""
+    import importlib
+
+    from labkit import registry
+    return importlib.import_module(registry.get(lab).module + (f".{sub}" if sub else ""))
+
+
+def _lesson00() -> KernelSpec:
+    import numpy as np
+    dot_fastmath = _lab("lesson00", "kernels").dot_fastmath
+    # 2 × 128 KiB (L2): enough work per call that the call's own cost is small beside it
+    x = np.random.default_rng(0).random(1 << 14)
+    return KernelSpec("dot_fastmath", dot_fastmath, (x, x.copy()), x.size)
+
+
+def _alignment() -> KernelSpec:
+    lab, k = _lab("alignment"), _lab("alignment", "kernels")
+    inp = lab.make_inputs({"pairs": 64, "length": 64}, seed=0)
+    s1T, s2T = k.transpose_batch(inp.seqs1), k.transpose_batch(inp.seqs2)
+    cells = s1T.shape[0] * s2T.shape[0] * s1T.shape[1]
+    return KernelSpec("align_transposed (int16 lanes)", k.align_transposed,
+                      (s1T, s2T, inp.scoring), cells, "cell")
+
+
+def _bspline() -> KernelSpec:
+    import numpy as np
+    lab, k = _lab("bspline"), _lab("bspline", "kernels")
+    inp = lab.make_inputs({"grid": (8, 8, 8), "n": 256, "positions": 1}, seed=0)
+    idx, pref = k.prefactors(inp.positions[:1], inp.coefs.shape[:3], inp.lengths)
+    out = np.zeros((10, inp.n), inp.coefs.dtype)
+    return KernelSpec("vgh_soa", k.vgh_soa, (inp.coefs, idx[0], pref[0], out), 16 * inp.n,
+                      "spline term")
+
+
+def _pcc() -> KernelSpec:
+    import numpy as np
+    lab, k = _lab("pcc"), _lab("pcc", "kernels")
+    Z = lab.standardize(lab.make_inputs({"n": 64, "l": 256}).X)[0]
+    out = np.zeros((64, 64))
+    args = (Z, 0, 32, 32, 64, False, Z.shape[1], out, 0, 0)
+    return KernelSpec("tile_block (4×4 register block)", k.tile_block, args,
+                      (32 // 4) * (32 // 4) * Z.shape[1], "k of a 4×4 block", loop="fma")
+
+
+def _epistasis() -> KernelSpec:
+    import numpy as np
+    roof = _lab("epistasis", "bench").popcount_roof_kernel
+    w = np.random.default_rng(0).integers(0, 2**63, 512, dtype=np.uint64)   # 4 KiB: L1
+    reps = 200                      # passes over it in one call: no call cost per element
+    return KernelSpec("<8 x i64> ctpop popcount (popcount_roof_kernel)", roof,
+                      (w, reps), reps * (w.size // 8 - 1) * 8, "word", loop="popcount")
+
+
+#: labs without their own UARCH_KERNEL hook yet (lab name → spec factory; each belongs in its
+#: lab's bench.py as UARCH_KERNEL, which lab_kernel reads first)
+_FALLBACK: dict[str, Callable[[], KernelSpec]] = {
+    "lesson00": _lesson00, "alignment": _alignment, "bspline": _bspline, "pcc": _pcc,
+    "epistasis": _epistasis,
+}
