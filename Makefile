@@ -13,10 +13,15 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = "0" ] && echo --allow-root)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	@# jsonschema imports rfc3987-syntax when it is installed (jupyter-events asks for
+	@# jsonschema[format-nongpl]), and that package compiles 38 lark grammars at import: 2.7 s
+	@# more for every process that imports nbformat or jupyter_server (the grader, JupyterLab,
+	@# every test that starts one). Without it jsonschema only skips its "iri" format check.
+	$(BIN)/python -m pip uninstall -q -y rfc3987-syntax
 	@touch $(STAMP)
 
 # JupyterLab on lesson 00. The first time (and after a change to labkit/), labkit's kernels are
