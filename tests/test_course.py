@@ -645,3 +645,61 @@ def test_course_with_real_grading(tmp_path, capsys):
     assert "NOT COUNTED" in capsys.readouterr().err
     doc = json.loads((out / "gradescope" / "lab1" / "1001" / "results.json").read_text())
     assert G.validate(doc) == [] and doc["score"] == 7
+
+
+GS_METADATA = '''\
+submission_101:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '1001'
+    :email: ada.l@example.edu
+  - :name: Someone Else
+    :sid: ''
+    :email: cy
+  :created_at: 2026-10-16 21:30:00.000000000 +00:00
+  :score: 0.0
+submission_102:
+  :submitters:
+  - :name: Jane Roe
+    :sid: '9999'
+    :email: jroe@example.edu
+  :created_at: 2026-10-16 20:00:00.000000000 +00:00
+submission_103:
+  :submitters:
+  - :name: Fay Mtime
+    :email: nobody@example.edu
+  :created_at: 2026-10-18 21:59:00.000000000 +00:00
+'''
+
+
+def test_gradescope_export_folders_map_to_the_roster(tmp_path):
+    """Gradescope's "Export Submissions": folders submission_<id>/ and submission_metadata.yml.
+    A group submission counts for each submitter on the roster (sid, then email against login,
+    then a unique name); :created_at: is the submission time; a submitter on no roster is
+    listed with the name Gradescope gives, never counted."""
+    (tmp_path / "course.toml").write_text(COURSE + "".join(
+        f'\n[[students]]\nid = "{i}"\nname = "{n}"\nlogin = "{lg}"\n' for i, n, lg in ROSTER))
+    sub = tmp_path / "export"
+    sub.mkdir()
+    (sub / "submission_metadata.yml").write_text(GS_METADATA)
+    rows = []
+    for folder, points in (("submission_101", [2, 2, 2, 1]), ("submission_102", [2, 2, 2, 1]),
+                           ("submission_103", [2, 0, 0, 0])):
+        _nb(sub / folder / "01_alignment.ipynb")
+        rows.append(_row(folder, f"{folder}/01_alignment.ipynb", "01_alignment", points))
+    course = C.load_course(tmp_path / "course.toml")
+    book = C.build_gradebook(course, rows, sub, LAB_MAX,
+                             now=dt.datetime(2026, 11, 1, tzinfo=UTC))
+    by = {s["id"]: s for s in book["students"]}
+    ada, cy, fay = (by[i]["assignments"]["lab1"] for i in ("1001", "1003", "1006"))
+    assert ada["score"] == cy["score"] == 7 and ada["status"] == "on time", ada
+    assert ada["time_source"] == "submission_metadata.yml"
+    assert by["1001"]["folders"] == by["1003"]["folders"] == ["submission_101"]
+    assert fay["raw_points"] == 2 and fay["status"] == "late" and fay["days_late"] == 2, fay
+    assert by["1002"]["assignments"]["lab1"]["status"] == "missing"
+    unknown = {u["folder"]: u for u in book["unknown"]}
+    assert list(unknown) == ["submission_102"]
+    assert "Jane Roe" in unknown["submission_102"]["submitters"][0]
+    (sub / "submission_metadata.yml").write_text("submission_1: [1, 2]\n")
+    with pytest.raises(C.CourseError, match="submission_1"):
+        C.build_gradebook(course, rows, sub, LAB_MAX)

@@ -520,21 +520,33 @@ def _late(a: Assignment, when: dt.datetime | None, score: float, maximum: float
                        f"{_fmt(maximum)} per day)")
 
 
-def _student_map(course: Course, folders: set[str]) -> tuple[dict[str, Student], list[str]]:
-    """Submission folder (or notebook stem) → rostered student; the folders of nobody."""
+def _student_map(course: Course, folders: set[str], export: dict | None = None
+                 ) -> tuple[dict[str, list[Student]], list[str]]:
+    """Submission folder (or notebook stem) → its rostered students (one; a Gradescope export's
+    group submission: each submitter on the roster); the folders of nobody."""
     by = {course.folder_of(s): s for s in course.students}
     folded: dict[str, list[Student]] = {}
     for k, s in by.items():
         folded.setdefault(k.casefold(), []).append(s)
+    exported: dict[str, list[Student]] = {}
+    if export:
+        from .gsexport import match
+        exported, _ = match({f: e for f, e in export.items() if f in folders}, course.students)
     out, unknown = {}, []
     for f in sorted(folders):
+        if export and f in export:
+            if f in exported:
+                out[f] = exported[f]
+            else:
+                unknown.append(f)
+            continue
         s = by.get(f)
         if s is None and len(folded.get(f.casefold(), [])) == 1:
             s = folded[f.casefold()][0]           # Ada/ for ada: same student
         if s is None:
             unknown.append(f)
         else:
-            out[f] = s
+            out[f] = [s]
     return out, unknown
 
 
@@ -548,20 +560,22 @@ def build_gradebook(course: Course, results: list[dict], folder, lab_max: dict[s
     folder = Path(folder)
     now = now or dt.datetime.now(UTC)
     kept = counted(results)
-    smap, unknown = _student_map(course, {r["student"] for r in results})
+    from .gsexport import match, read_export
+    export = read_export(folder)
+    smap, unknown = _student_map(course, {r["student"] for r in results}, export)
+    times = {f: (e.created_at, "submission_metadata.yml") for f, e in (export or {}).items()
+             if e.created_at is not None}
     lab_of = {lab: a for a in course.assignments for lab in a.labs}
     per: dict[str, list[dict]] = {}
     unassigned = []
     for r in kept:
-        s = smap.get(r["student"])
-        if s is None:
-            continue
-        per.setdefault(s.id, []).append(r)
+        for s in smap.get(r["student"], ()):
+            per.setdefault(s.id, []).append(r)
     students = []
     for s in course.students:
         rows = per.get(s.id, [])
         entry = {"id": s.id, "name": s.name, "login": s.login, "folder": course.folder_of(s),
-                 "folders": sorted(f for f, x in smap.items() if x is s),
+                 "folders": sorted(f for f, xs in smap.items() if any(x is s for x in xs)),
                  "assignments": {}, "notes": []}
         for r in rows:
             stem = Path(r.get("canonical") or "").stem
@@ -573,11 +587,16 @@ def build_gradebook(course: Course, results: list[dict], folder, lab_max: dict[s
                 unassigned.append({"student": s.id, "notebook": r["notebook"], "lab": stem})
         for a in course.assignments:
             entry["assignments"][a.name] = _grade_assignment(course, a, s, rows, folder,
-                                                             lab_max, now)
+                                                             lab_max, now, times)
         students.append(entry)
     unknown_rows = [{"folder": f, "notebooks": sorted(r["notebook"] for r in results
                                                       if r["student"] == f)}
                     for f in unknown]
+    if export:                      # who Gradescope says handed them in, when nobody matched
+        _, notes = match(export, course.students)
+        for row in unknown_rows:
+            row["submitters"] = [n.split(": ", 1)[1] for n in notes
+                                 if n.startswith(row["folder"] + ": ")]
     stamps = []
     for r in kept:
         env = r.get("environment")
@@ -588,7 +607,8 @@ def build_gradebook(course: Course, results: list[dict], folder, lab_max: dict[s
 
 
 def _grade_assignment(course: Course, a: Assignment, s: Student, rows: list[dict], folder: Path,
-                      lab_max: dict[str, float], now: dt.datetime) -> dict:
+                      lab_max: dict[str, float], now: dt.datetime, handed: dict | None = None
+                      ) -> dict:
     raw_max = sum(float(lab_max.get(lab, 0.0)) for lab in a.labs)
     maximum = a.points if a.points is not None else raw_max
     raw, notebooks, notes, times, exercises = 0.0, [], [], [], {}
@@ -608,9 +628,12 @@ def _grade_assignment(course: Course, a: Assignment, s: Student, rows: list[dict
             notes.append(f"{lab}: {best.get('status')}"
                          + (f" ({best['error']})" if best.get("error") else ""))
         top = folder / best["student"]
-        when, how = submission_time(folder / best["notebook"],
-                                    top if top.is_dir() and not top.is_symlink() else None,
-                                    course.time_source)
+        if handed and best["student"] in handed:      # a Gradescope export's :created_at:
+            when, how = handed[best["student"]]
+        else:
+            when, how = submission_time(folder / best["notebook"],
+                                        top if top.is_dir() and not top.is_symlink() else None,
+                                        course.time_source)
         times.append((when, how))
         if when is not None and when > now + dt.timedelta(hours=1):
             notes.append(f"{lab}: its time ({how}, {when.isoformat(timespec='seconds')}) is "
@@ -715,6 +738,8 @@ def write_course(course: Course, book: dict, outdir, results: list[dict] | None 
         "environment": book["environment"]}, indent=1) + "\n", encoding="utf-8")
     _write_csv(files[3], ["folder", "notebooks", "note"],
                [[u["folder"], "; ".join(u["notebooks"]),
+                 ("Gradescope's submitters: " + "; ".join(u["submitters"]) + " — "
+                  if u.get("submitters") else "") +
                  "not on the roster: not counted (add the student, or `folder = \"…\"` to "
                  "their [[students]] entry, and grade again)"] for u in book["unknown"]])
     for a in course.assignments:
