@@ -1,8 +1,10 @@
 """Lab 04's exercise checks and their hints: ``popcount`` (Muła's idea — a nibble table held in a
 register — vectorised, no ``ctpop``), ``fused_count`` (AND + popcount straight into the
 contingency counts), ``masked_mi`` (MI with a mask, no branch in the loop), ``prefix_reuse`` (the
-depth-first walk that extends a parent's table by one SNP: its ANDs are counted) and
-``search_time`` (a prediction: an order-3 search over 500 000 SNPs on R ranks)."""
+depth-first walk that extends a parent's table by one SNP: its ANDs are counted),
+``search_time`` (a prediction: an order-3 search over 500 000 SNPs on R ranks) and
+``popcount_bound`` (which popcount OSACA's reports say is faster per word, by how much — or that
+a lower bound cannot tell)."""
 from __future__ import annotations
 
 import math
@@ -386,3 +388,193 @@ hints.define(
     "there are C(n, 3) = n(n−1)(n−2)/6 triples (math.comb); the ranks split the first SNPs into "
     "ranges of equal work, so each does C(n, 3)/R of them at the given rate.",
     "return math.comb(500_000, 3) / rate / ranks")
+
+
+# ---------------------------------------------------------------- which popcount, from the model
+#: a stated ratio within this fraction of the reports' passes
+FASTER_TOLERANCE = 0.10
+#: the measured ratio must lie within this factor of the stated one (an "at least": above
+#: stated / factor) — OSACA leaves out the front end and every cache level past L1
+FASTER_FACTOR = 2.0
+#: two kernels whose bounds differ by less than this are a tie: either name passes
+FASTER_TIE = 1.05
+#: the kernels the pairs are drawn from (report name → attribute of labkit.epistasis)
+POP_KERNELS = {"Muła (vpshufb)": "popcount_mula", "ctpop <8 x i64>": "popcount_hw",
+               "byte table": "popcount_table"}
+#: (core, kernel a, kernel b): this core's pairs, then one drawn from the others (compiled from
+#: here, never run); skylake-avx512's Muła vs byte table (both fully modelled) is always posed
+POP_HOST = (("Muła (vpshufb)", "ctpop <8 x i64>"), ("Muła (vpshufb)", "byte table"))
+POP_FIXED = ("skylake-avx512", "Muła (vpshufb)", "byte table")
+POP_FOREIGN = (("haswell", "Muła (vpshufb)", "byte table"),
+               ("skylake-avx512", "ctpop <8 x i64>", "Muła (vpshufb)"),
+               ("icelake-server", "Muła (vpshufb)", "ctpop <8 x i64>"),
+               ("znver4", "ctpop <8 x i64>", "Muła (vpshufb)"),
+               ("haswell", "byte table", "ctpop <8 x i64>"))
+
+
+def popcount_report(name: str, cpu=None, words=None):
+    """(LoopReport, Prediction) of one of lab 04's popcounts (``POP_KERNELS``) on ``cpu``."""
+    import labkit.epistasis as ep
+    from labkit.inspect.loopreport import osaca_report
+    if words is None:
+        words = _bench_popcount_inputs(1 << 11)[0]
+    return osaca_report(getattr(ep, POP_KERNELS[name]), (words,), cpu=cpu, name=name)
+
+
+def per_word(rep) -> float:
+    """The report's bound in cycles per word (the larger of the busiest port and the chain)."""
+    return max(max(rep.ports.values(), default=0.0), rep.dependency) / rep.elements
+
+
+def faster_truth(a, b):
+    """What the two reports can back: ``(name of the faster, how many times)`` — an "at least"
+    when the slower one's bound is a lower bound (instructions the model lacks count as free) —
+    or None when the faster-looking one's bound is a lower bound (the model cannot tell)."""
+    ca, cb = per_word(a), per_word(b)
+    fast, slow, cf, cs = (a, b, ca, cb) if ca <= cb else (b, a, cb, ca)
+    if fast.unknown:
+        return None
+    return fast.name, cs / cf
+
+
+def _pop_pair(cpu, na, nb):
+    try:
+        ra, rb = popcount_report(na, cpu)[0], popcount_report(nb, cpu)[0]
+    except (ValueError, ImportError) as e:
+        return None, str(e).splitlines()[0][:160]
+    if not (ra.elements and rb.elements and ra.ports and rb.ports):
+        return None, "the loop's step could not be read"
+    return (ra, rb), ""
+
+
+def _stated_faster(ans, a, b):
+    if ans is None:
+        return None
+    if not isinstance(ans, (tuple, list)) or len(ans) != 2 or not isinstance(ans[0], str):
+        raise CheckFailure("wrong", f"returned {ans!r:.60}; expected (name of the faster "
+                                    "kernel, how many times faster) — e.g. ('byte table', "
+                                    "3.0) — or None when the reports cannot tell")
+    name, times = ans
+    if name not in (a.name, b.name):
+        raise CheckFailure("wrong", f"{name!r} is neither report's name ({a.name!r}, {b.name!r})")
+    if isinstance(times, (bool, np.bool_)) or not isinstance(
+            times, (int, float, np.integer, np.floating)) or not np.isfinite(times) or times < 1:
+        raise CheckFailure("wrong", f"{times!r} times faster: expected a number ≥ 1 (the slower "
+                                    "kernel's cycles per word over the faster one's)")
+    return name, float(times)
+
+
+def _faster_error(a, b, ans) -> str | None:
+    exp = faster_truth(a, b)
+    where = f"{a.name} vs {b.name} on {a.model}"
+    lows = [r.name for r in (a, b) if r.unknown]
+    low = (f" ({' and '.join(lows)}: {', '.join(str(len(r.unknown)) for r in (a, b) if r.unknown)}"
+           " instructions not in the model — a lower bound)") if lows else ""
+    if exp is None:
+        if ans is not None:
+            return (f"{where}: you said {ans[0]} is faster, but its bound is only a lower bound"
+                    f"{low}: the model cannot tell which is faster — return None")
+        return None
+    if ans is None:
+        return (f"{where}: you returned None, but the reports can tell{low}: the faster-looking "
+                "kernel is fully modelled, and the slower one's cycles can only be more")
+    name, times = ans
+    if name != exp[0] and exp[1] >= FASTER_TIE:
+        return f"{where}: you said {name} is faster; per word it is the other one"
+    if abs(times / exp[1] - 1) > FASTER_TOLERANCE:
+        return (f"{where}: {exp[0]} is the faster one, but {times:.3g}× is {times / exp[1]:.2f}× "
+                f"the reports' ratio (within {FASTER_TOLERANCE:.0%} passes) — compare cycles per "
+                "word: each bound per iteration over the words per iteration")
+    return None
+
+
+def measured_seconds_per_word(names, rounds: int = 5) -> dict:
+    """CPU seconds per word of the named popcounts on 8192 words (64 KiB), best of ``rounds``
+    interleaved repeats: a ratio of two of them is the measured speed-up."""
+    import labkit.epistasis as ep
+    from labkit import bench
+    words = _bench_popcount_inputs(1 << 13, seed=3)[0]
+    res = bench.compare({n: getattr(ep, POP_KERNELS[n]) for n in names}, (words,),
+                        clock="cpu", stat="best", repeat=rounds, min_time=0.02)
+    return {n: res.time(n) / words.size for n in names}
+
+
+@exercise("popcount_bound", points=1,
+          answers=("labkit.inspect:predict", "labkit.inspect.uarch:predict",
+                   "labkit.inspect.loopreport:osaca_report", "labkit.inspect.loopreport:truth",
+                   "labkit.epistasis.checks:faster_truth", "labkit.epistasis.checks:per_word"))
+def check_popcount_bound(student):
+    """``student(a, b)`` → ``(name, times)``: which of two popcounts OSACA's reports say is
+    faster per word and by how much (within 10 %), or None when the faster-looking one's bound
+    is only a lower bound (the model lacks some of its instructions) — for this core's pairs and
+    two compiled for other cores; then a pair this core's model can back, measured here (the
+    ratio within 2×). A host whose model backs no pair is judged on the others' reports and
+    says so; no AVX2 Muła (ARM) or no OSACA: ``inconclusive``."""
+    from labkit.epistasis.kernels import MULA_KIND
+    if MULA_KIND != "avx2-pshufb":
+        raise CheckFailure("inconclusive", "this machine runs Muła's scalar fallback (no "
+                                           "AVX2): there is no vpshufb loop to model — not "
+                                           "gradable here")
+    g = rng()
+    host = [(None, a, b) for a, b in POP_HOST]
+    pool = [POP_FOREIGN[int(g.integers(len(POP_FOREIGN)))]]
+    posed, why, judged = [], "", []
+    for cpu, na, nb in host + [POP_FIXED] + pool:
+        pair, w = _pop_pair(cpu, na, nb)
+        if pair is None:
+            why = why or w
+            continue
+        a, b = pair[::-1] if g.random() < 0.5 else pair
+        ans = _stated_faster(student(a, b), a, b)     # each pair read as soon as it is built
+        msg = _faster_error(a, b, ans)
+        if msg:
+            raise CheckFailure("wrong", msg)
+        posed.append((cpu, (a, b)))
+        judged.append(f"{a.name} vs {b.name} on {a.model}"
+                      + ("" if faster_truth(a, b) else " (cannot tell)"))
+    if not any(faster_truth(*p) for _, p in posed):
+        why = why or "its models lack the instructions"
+        raise CheckFailure("inconclusive", f"OSACA could not back any pair here ({why}): not "
+                                           "gradable")
+    read = f"{len(posed)} pairs right: " + "; ".join(judged)
+    backed = [(a, b) for cpu, (a, b) in posed if cpu is None and faster_truth(a, b)]
+    if not backed:
+        model = next((a.model for cpu, (a, _) in posed if cpu is None), "")
+        if not model:
+            raise CheckFailure("inconclusive", f"{read} — but there is no model of this core "
+                                               f"({why}), so nothing to measure: not gradable here")
+        return (f"{read}. This core's model ({model}) lacks instructions of the faster-looking "
+                "kernels (a lower bound), so no pair is measured here")
+    a, b = backed[0]
+    name, times = faster_truth(a, b)
+    slow = b.name if name == a.name else a.name
+    low = bool((a if slow == a.name else b).unknown)
+    for attempt in range(2):
+        t = measured_seconds_per_word((name, slow))
+        ratio = t[slow] / t[name]
+        ok = ratio >= times / FASTER_FACTOR and (low or ratio <= times * FASTER_FACTOR)
+        if ok:
+            break
+    facts = (f"measured here: {name} {ratio:.2f}× faster than {slow} (the model: "
+             f"{'at least ' if low else ''}{times:.2f}×)")
+    if not ok:
+        from labkit.inspect.uarch import _busy
+        busy = _busy()
+        raise CheckFailure("inconclusive", f"{read}; {facts} — not within {FASTER_FACTOR:g}× "
+                                           + (f"on a busy machine ({busy}): run it again"
+                                              if busy else "of the model: OSACA's model does not "
+                                              "describe this core here"))
+    return f"{read}; {facts}"
+
+
+hints.define(
+    "popcount_bound",
+    "per word, each kernel costs its bound per loop iteration — the larger of its busiest port "
+    "and its loop-carried chain — over the words one iteration handles; but a report that lists "
+    "instructions the model lacks counted them as free: what does its number promise?",
+    "compute c = max(max(r.ports.values()), r.dependency) / r.elements for both; the smaller is "
+    "the faster, by c_slow / c_fast. If the faster one has r.unknown instructions its true cost "
+    "may be higher than the other's: the reports cannot tell (None). If only the slower one has "
+    "them, it can only be slower still: the ratio is an 'at least'.",
+    "ca, cb = per-word bounds; fast, slow = (a, b) if ca <= cb else (b, a); if fast.unknown: "
+    "return None; return fast.name, max(ca, cb) / min(ca, cb)")

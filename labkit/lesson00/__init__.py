@@ -9,7 +9,9 @@ Kernels come in pairs that differ in one idea each:
 * ``colsum_naive`` / ``colsum_rows`` — the same sums with the loops swapped: strided and
   reduction-bound versus contiguous and independent across columns (exercise ``colsum``);
 * ``dot_plain`` / ``dot_partials`` — one accumulator (latency-bound) versus eight
-  independent ones (exercise ``dot_partials``).
+  independent ones (exercise ``dot_partials``);
+* ``loop_report`` — OSACA's report of a kernel's hot loop (port pressure, loop-carried chain,
+  elements per iteration) without the bound: exercise ``loop_bound`` reads it.
 
 The lab contract: ``make_inputs``, ``reference`` (column sums by numpy), ``validate``, the entry
 point ``colsum(a)`` (validates, runs the fast kernel), ``run_benchmark``/``TARGETS`` in ``bench.py``,
@@ -24,6 +26,7 @@ import numpy as np
 from labkit._common import raise_mismatch
 from labkit._sizes import resolve_size
 
+from labkit.inspect.loopreport import LoopReport, loop_report
 from .kernels import (add_arrays, add_arrays_repeat, colsum_naive, colsum_rows, dot_fastmath,
                       dot_partials, dot_plain, prefix_sum, softsign_checked, softsign_numpy_errors,
                       sum_fastmath, sum_plain)
@@ -33,7 +36,7 @@ __all__ = [
     "add_arrays", "sum_plain", "sum_fastmath", "prefix_sum",
     "colsum_naive", "colsum_rows", "dot_plain", "dot_partials", "colsum_reference",
     "add_arrays_repeat", "dot_fastmath", "softsign_checked", "softsign_numpy_errors",
-    "softsign_reference", "stream_add", "run_benchmark", "TARGETS",
+    "softsign_reference", "stream_add", "run_benchmark", "TARGETS", "loop_report", "LoopReport",
 ]
 
 SIZES = {

@@ -1,6 +1,7 @@
 """Lesson 00's exercise checks and their hints: ``colsum`` (loop order), ``softsign`` (a loop
 LLVM refuses, for the reason its remark gives), ``latency`` (a prediction from the core's facts)
-and ``dot_partials`` (breaking the latency chain)."""
+``dot_partials`` (breaking the latency chain) and ``loop_bound`` (reading OSACA's report: which
+resource bounds a loop, and how many cycles per element)."""
 from __future__ import annotations
 
 import numpy as np
@@ -89,26 +90,28 @@ def check_softsign(student):
 LATENCY_TOLERANCE = 0.25
 
 
-def measured_cycle_rounds(n: int = 1 << 14, rounds: int = 9) -> list[tuple[float, float, float]]:
-    """``rounds`` measurements of ``dot_plain`` on this core, each (cycles per element, ns per
-    element, clock Hz): in each round the clock chain (``labkit.hardware.clock``) and
-    ``dot_plain`` are timed one right after the other in this thread's CPU time (best of 3
-    each), and the round's cycles per element is their ratio. A clock measured once and a kernel
-    timed later disagree whenever the host slows down in between (a shared or throttled
-    machine); back-to-back, both see the same speed. Sorted by cycles per element: a
-    dependency chain cannot run faster than its latency, and every disturbance (another process
-    on the core, an interrupt, a frequency step) makes a round slower — on a busy host the median
-    round read 2.9 cycles where the quiet rounds read 2.1 — so the first, fastest round is the one
-    that shows the core."""
+def measured_cycle_rounds(n: int = 1 << 14, rounds: int = 9,
+                          kernel=None) -> list[tuple[float, float, float]]:
+    """``rounds`` measurements of ``dot_plain`` (or ``kernel(x, y)``) on this core, each (cycles
+    per element, ns per element, clock Hz): in each round the clock chain
+    (``labkit.hardware.clock``) and the kernel are timed one right after the other in this
+    thread's CPU time (best of 3 each), and the round's cycles per element is their ratio. A
+    clock measured once and a kernel timed later disagree whenever the host slows down in
+    between (a shared or throttled machine); back-to-back, both see the same speed. Sorted by
+    cycles per element: a dependency chain cannot run faster than its latency, and every
+    disturbance (another process on the core, an interrupt, a frequency step) makes a round
+    slower — on a busy host the median round read 2.9 cycles where the quiet rounds read 2.1 —
+    so the first, fastest round is the one that shows the core."""
     from labkit.bench import timeit
     from labkit.hardware.clock import measure_clock
 
     g = np.random.default_rng(12345)
     x, y = g.random(n), g.random(n)
+    kernel = dot_plain if kernel is None else kernel
     per = []
     for _ in range(rounds):
         hz = measure_clock(iterations=1_000_000, repeat=3)
-        s_dot = min(timeit(dot_plain, x, y, repeat=3, min_time=0.01, clock="thread").times)
+        s_dot = min(timeit(kernel, x, y, repeat=3, min_time=0.01, clock="thread").times)
         per.append((s_dot / n * hz, s_dot / n * 1e9, hz))
     return sorted(per)
 
@@ -189,3 +192,124 @@ hints.define(
     "nb = n - n % 8; s0 = … = s7 = 0.0; for i in range(0, nb, 8): s0 += x[i]*y[i]; … "
     "s7 += x[i+7]*y[i+7]; then tail over range(nb, n); return ((s0+s1)+(s2+s3))+((s4+s5)+"
     "(s6+s7))+tail")
+
+
+# ---------------------------------------------------------------- reading OSACA's report
+#: a stated bound within this fraction of the report's (the same numbers, rounded) passes
+READ_TOLERANCE = 0.10
+#: the loops the check hands the student: this core's model, then two of the others' (compiled
+#: from here, never run), drawn at random from these
+BOUND_KERNELS = ("dot_plain", "dot_partials", "dot_fastmath")
+BOUND_FOREIGN = (("haswell", "dot_plain"), ("haswell", "dot_fastmath"), ("znver4", "dot_plain"),
+                 ("znver4", "dot_fastmath"), ("apple-m1", "dot_fastmath"),
+                 ("neoverse-v2", "dot_fastmath"), ("skylake-avx512", "dot_plain"))
+
+
+def bound_reports(cpu=None, kernels=BOUND_KERNELS, n: int = 2048):
+    """``{kernel: (LoopReport, Prediction)}`` of lesson 00's dot products on ``cpu`` (default:
+    this core's model); a kernel OSACA cannot analyse there is left out, with its reason in
+    ``"_why"``."""
+    from labkit import lesson00
+    from labkit.inspect.loopreport import osaca_report
+    g = np.random.default_rng(1)
+    x, y = g.random(n), g.random(n)
+    out: dict = {}
+    for name in kernels:
+        try:
+            out[name] = osaca_report(getattr(lesson00, name), (x, y), cpu=cpu, name=name)
+        except (ValueError, ImportError) as e:
+            out.setdefault("_why", str(e).splitlines()[0][:160])
+    return out
+
+
+def _posable(rep) -> bool:
+    """A report the reading can be judged on: its step known and every instruction modelled."""
+    return bool(rep.elements) and not rep.unknown and bool(rep.ports)
+
+
+#: labkit's own readings of a report: calling one is handing in labkit's answer
+PREDICTORS = ("labkit.inspect:predict", "labkit.inspect.uarch:predict",
+              "labkit.inspect.loopreport:osaca_report", "labkit.inspect.loopreport:truth")
+
+
+@exercise("loop_bound", points=1, answers=PREDICTORS)
+def check_loop_bound(student):
+    """``student(report)`` → ``(resource, cycles per element)`` read off OSACA's report of a loop:
+    ``"dependency"`` or the busiest port, and the bound per element, within 10 % — for the three
+    dot products on this core's model and two loops compiled for other cores; then this core's
+    ``dot_plain`` bound beside its measured cycles per element (within 25 %, the fastest of 9
+    back-to-back rounds). No model for this core, or a measurement that does not settle:
+    ``inconclusive``."""
+    from labkit.check.bounds import reading_error, stated
+    g = rng()
+    host = bound_reports()
+    why = host.pop("_why", "")
+    posed, said = [], {}
+
+    def judge(kernel, rep):          # the student reads each report as soon as it is built
+        ans = stated(student(rep))
+        msg = reading_error(rep, ans, READ_TOLERANCE)
+        if msg:
+            raise CheckFailure("wrong", msg)
+        posed.append((kernel, rep))
+        said.setdefault(kernel, (ans, rep))
+
+    for kernel, (rep, _) in host.items():
+        if _posable(rep):
+            judge(kernel, rep)
+    for i in g.choice(len(BOUND_FOREIGN), 2, replace=False):
+        cpu, kernel = BOUND_FOREIGN[i]
+        rep = bound_reports(cpu, (kernel,)).get(kernel)
+        if rep is not None and _posable(rep[0]):
+            judge(kernel, rep[0])
+    if not posed:
+        raise CheckFailure("inconclusive", "OSACA could not give a report here "
+                                           f"({why or 'no model'}): nothing to read, not gradable "
+                                           "on this machine")
+    read = (f"read {len(posed)} reports right ("
+            + ", ".join(f"{r.name} on {r.model}" for _, r in posed) + ")")
+    plain = host.get("dot_plain")
+    if plain is None or not _posable(plain[0]) or "dot_plain" not in said:
+        model = (plain[0].model if plain else "") or "no model"
+        raise CheckFailure("inconclusive",
+                           f"{read}, but this core's model ({model}{': ' + why if why else ''}) "
+                           "cannot back a bound for dot_plain here, so there is no prediction to "
+                           "measure against: not gradable on this machine")
+    (resource, pred), rep = said["dot_plain"]
+    if resource != "dependency":        # a port-bound chain on some model: a lower bound only
+        raise CheckFailure("inconclusive",
+                           f"{read}; this core's model bounds dot_plain by port {resource}, "
+                           "which a measurement can only confirm as a lower bound: not gradable")
+    rounds = measured_cycle_rounds()
+
+    def judged(r):       # (off by, the rounds disagree: a busy host)
+        return abs(pred - r[0][0]) / r[0][0], r[-1][0] > 1.1 * r[0][0]
+
+    off, busy = judged(rounds)
+    if off > LATENCY_TOLERANCE and busy:
+        rounds = sorted(rounds + measured_cycle_rounds())   # more rounds, once
+        off, busy = judged(rounds)
+    cycles, ns, hz = rounds[0]
+    facts = (f"dot_plain: you said {pred:.3g} cycles per element (the chain), measured "
+             f"{cycles:.2f} ({ns:.2f} ns at {hz / 1e9:.2f} GHz, fastest of {len(rounds)} rounds"
+             + (f" reading {rounds[0][0]:.1f}–{rounds[-1][0]:.1f}" if busy else "") + ")")
+    if off > LATENCY_TOLERANCE:
+        cause = ("this machine is too busy to confirm it — run the check again when it is quieter"
+                 if busy else f"OSACA's {rep.model} model does not describe this core's chain "
+                 "(a virtual machine's model number, or another core)")
+        raise CheckFailure("inconclusive", f"{read}; {facts}: off by {off:.0%} (within "
+                                           f"{LATENCY_TOLERANCE:.0%} confirms) — {cause}")
+    return f"{read}; {facts}"
+
+
+hints.define(
+    "loop_bound",
+    "a loop runs no faster than its busiest port allows (the port-pressure sums at the foot of "
+    "the table) and no faster than its longest loop-carried chain (each iteration waits for the "
+    "last); which of the two is larger, and are the report's cycles per element or per iteration?",
+    "compare the busiest port's cycles (max of report.ports) with report.dependency — not the "
+    "critical path, which is one iteration's latency and overlaps the next iteration's; the "
+    "larger is the bound. Both are per loop iteration: divide by report.elements.",
+    "port, busy = max(report.ports.items(), key=lambda kv: kv[1]); if report.dependency > busy: "
+    "return 'dependency', report.dependency / report.elements; else return port, busy / "
+    "report.elements")

@@ -1,4 +1,4 @@
-"""Lab 04's five exercises with fake students, through the trusted worker (check.run_source):
+"""Lab 04's six exercises with fake students, through the trusted worker (check.run_source):
 the notebook's reference solutions pass (popcount also on a simulated 128-bit host), the stubs
 give 'not implemented' with the first hint, delegation to labkit's kernels (direct, alias,
 getattr with a computed name) gives "uses labkit's answer", and the shortcuts issue 22 names
@@ -13,7 +13,8 @@ from labkit.epistasis import checks as _checks  # noqa: F401 - registers the che
 
 IMPORTS = ("import math\nimport numpy as np\nimport numba\nfrom numba import njit\n"
            "from labkit import epistasis as ep\n")
-EXERCISES = ("popcount", "fused_count", "masked_mi", "prefix_reuse", "search_time")
+EXERCISES = ("popcount", "popcount_bound", "fused_count", "masked_mi", "prefix_reuse",
+             "search_time")
 SOL = {s.name: s for s in solutions() if s.lab == "epistasis"}
 
 
@@ -29,7 +30,7 @@ def _stub(source: str) -> str:
     return strip_source(source)
 
 
-def test_the_notebook_has_the_five_exercises():
+def test_the_notebook_has_the_six_exercises():
     assert set(EXERCISES) == set(SOL), sorted(SOL)
     for name in EXERCISES:
         assert check.get(name).module == "labkit.epistasis.checks"
@@ -61,6 +62,9 @@ def test_popcount_passes_on_a_128_bit_host(monkeypatch):
 
 @pytest.mark.parametrize("name", EXERCISES)
 def test_stub_is_not_implemented_with_the_first_hint(name):
+    from labkit.epistasis.kernels import MULA_KIND
+    if name == "popcount_bound" and MULA_KIND != "avx2-pshufb":
+        pytest.skip("no AVX2 Muła loop here: popcount_bound is inconclusive before any call")
     sol = SOL[name]
     r = check.run_source(name, _stub(sol.source), sol.imports, function=sol.function)
     assert r.verdict == "not implemented", str(r)
@@ -262,3 +266,35 @@ def test_a_kernel_that_changes_its_input_is_wrong(name, src, fn, arg):
     r = _run(name, src, fn)
     assert r.verdict == "wrong" and r.points == 0, r
     assert f"changed its input {arg}" in r.message, r.message
+
+
+# ------------------------------------------------------------------ popcount_bound on this host
+_FASTER = '''
+def faster(a, b):
+    ca = max(max(a.ports.values()), a.dependency) / a.elements
+    cb = max(max(b.ports.values()), b.dependency) / b.elements
+    fast, slow = (a, b) if ca <= cb else (b, a)
+    if fast.unknown:
+        return None
+    return fast.name, max(ca, cb) / min(ca, cb)
+'''
+
+
+@pytest.mark.parametrize("src, needle", [
+    (_FASTER.replace("max(ca, cb) / min(ca, cb)", "2 * max(ca, cb) / min(ca, cb)"),
+     "2.00× the reports' ratio"),
+    (_FASTER.replace("return fast.name,", "return slow.name,"), "per word it is the other one"),
+    (_FASTER.replace("    if fast.unknown:\n        return None\n", "")
+     .replace("return fast.name,", "return (fast.name if not fast.unknown else slow.name),"),
+     "the model cannot tell"),
+])
+def test_popcount_bound_fake_students_on_this_host(src, needle):
+    from labkit.epistasis.kernels import MULA_KIND
+    if MULA_KIND != "avx2-pshufb":
+        pytest.skip("no AVX2 Muła loop here: popcount_bound is inconclusive")
+    r = _run("popcount_bound", src, "faster")
+    if r.verdict == "inconclusive":
+        pytest.skip(r.message)
+    if "cannot tell" in needle and "lower bound" not in r.message and r.verdict == "passed":
+        pytest.skip("every pair posed here is fully modelled")
+    assert r.verdict == "wrong" and needle in r.message, str(r)

@@ -82,3 +82,56 @@ def test_latency_rounds_measure_this_core():
     for cycles, ns, hz in r:                      # one dependent add per element: ≥ 1 cycle
         assert 1.0 <= cycles < 50 and ns > 0 and 1e8 < hz < 1e10
         assert cycles == pytest.approx(ns * 1e-9 * hz)
+
+
+# ---- exercise 5's loop_bound (issue 34): the notebook's solution and stub, in the worker
+def _loop_bound_solution():
+    from labkit.check.falsefail import solutions
+    return next(s for s in solutions() if s.name == "loop_bound")
+
+
+def test_loop_bound_stub_is_not_implemented_with_the_first_hint():
+    from labkit import check, hints
+    from labkit.release import strip_source
+    sol = _loop_bound_solution()
+    assert sol.source.count("# Hint:") == 1 and hints.get("loop_bound").texts[0] in sol.source
+    assert hints.tiers("loop_bound") == 3 and check.get("loop_bound").points == 1
+    r = check.run_source("loop_bound", strip_source(sol.source), sol.imports,
+                         function=sol.function)
+    if r.verdict == "inconclusive":              # no OSACA report on this host: nothing called
+        pytest.skip(r.message)
+    assert r.verdict == "not implemented", str(r)
+
+
+@pytest.mark.full      # measures dot_plain (9 rounds) beside the reports
+def test_loop_bound_reference_solution_passes_or_says_why_not():
+    from labkit import check
+    sol = _loop_bound_solution()
+    r = check.run_source("loop_bound", sol.source, sol.imports, function=sol.function)
+    assert r.passed or r.verdict == "inconclusive", str(r)
+    assert "reports right" in r.message, str(r)
+
+
+_BOUND_RIGHT = '''
+def read_bound(report):
+    port, busy = max(report.ports.items(), key=lambda kv: kv[1])
+    if report.dependency > busy:
+        return "dependency", report.dependency / report.elements
+    return "port " + port, busy / report.elements
+'''
+
+
+@pytest.mark.parametrize("src, needle", [
+    (_BOUND_RIGHT.replace("/ report.elements", "* 2 / report.elements"), "2.00× the report"),
+    (_BOUND_RIGHT.replace('return "port " + port', 'return "dependency"'),
+     "you said the dependency"),
+    (_BOUND_RIGHT.replace(" / report.elements", ""), "per iteration of"),
+])
+def test_loop_bound_fake_students_on_this_host(src, needle):
+    """Off by 2×, the wrong resource, per iteration: wrong on this core's real reports (no model
+    here: inconclusive, and nothing to judge)."""
+    from labkit import check
+    r = check.run_source("loop_bound", src, "import numpy as np\n")
+    if r.verdict == "inconclusive" and "reports right" not in r.message:
+        pytest.skip(r.message)
+    assert r.verdict == "wrong" and needle in r.message, str(r)
