@@ -6,7 +6,11 @@
 >>> widgets.tuner(run, {"tile": [8, 16, 32, 64], "order": ["row", "col"]})
 
 `run(**params)` returns a dict of numbers. The tuner runs once at creation (so the figure is never
-empty), then again whenever a control changes, debounced. Works in JupyterLab (ipywidgets 8); when a
+empty), then again whenever a control changes, debounced. A key ``"<name>_samples"`` beside
+``"<name>"`` (a list of the repeats' values, e.g. ``"throughput_samples"``) is the point's spread:
+the status line shows its interval and the default plot draws it as an error bar (the middle half
+of the samples with five or more, else min to max — the intervals ``labkit.bench.claim`` compares).
+Works in JupyterLab (ipywidgets 8); when a
 notebook is executed headless (nbclient / nbval) the figure of the first run is also part of the
 cell's output as a PNG.
 """
@@ -20,14 +24,14 @@ import math
 import threading
 import time
 from numbers import Number, Real
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import ipywidgets as W
 
 from .bench import format_si, format_time
 from .plots import compact_number
 
-__all__ = ["tuner", "Tuner"]
+__all__ = ["tuner", "Tuner", "spread"]
 
 
 def _is_number(v: Any) -> bool:
@@ -43,6 +47,35 @@ def _fmt_value(key: str, v: Any, items: str | None = None) -> str:
             return format_si(v, items if items.endswith("/s") else f"{items}/s")
         return format_si(v)
     return str(v)
+
+
+SAMPLES = "_samples"
+
+
+def _samples_of(result: Mapping, key: str) -> list[float] | None:
+    """The finite numbers of ``result[key + "_samples"]``, or None when there is no such list."""
+    v = result.get(key + SAMPLES)
+    if v is None or isinstance(v, (str, bytes)) or not isinstance(v, (Sequence, Iterable)):
+        return None
+    try:
+        xs = [float(x) for x in v if _is_number(x)]
+    except TypeError:
+        return None
+    xs = [x for x in xs if math.isfinite(x)]
+    return xs or None
+
+
+def spread(samples: Sequence[float]) -> tuple[float, float]:
+    """(low, high) of a point's samples: the quartiles with five or more, else min and max."""
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        raise ValueError("spread needs at least one sample")
+    if len(xs) >= 5:
+        import numpy as np
+
+        lo, hi = np.percentile(xs, [25, 75])
+        return float(lo), float(hi)
+    return xs[0], xs[-1]
 
 
 def _is_time(key: str) -> bool:
@@ -198,7 +231,8 @@ class Tuner(W.VBox):
                 self.history.append(entry)
             else:
                 self.history[:] = [entry]
-            nums = " · ".join(f"{k} {_fmt_value(k, v, self._unit)}" for k, v in result.items())
+            nums = " · ".join(self._status_item(k, v, result) for k, v in result.items()
+                              if not (k.endswith(SAMPLES) and k[:-len(SAMPLES)] in result))
             self.status.value = (f"<span style='color:#2e7d32'>✔</span> {html.escape(shown)} → "
                                  f"<b>{html.escape(nums)}</b> <span style='color:#777'>(run {self.runs}, "
                                  f"{html.escape(format_time(elapsed))})</span>")
@@ -210,6 +244,15 @@ class Tuner(W.VBox):
                                       f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</span>")
                 raise
             return dict(result)
+
+    def _status_item(self, k: str, v: Any, result: Mapping) -> str:
+        text = f"{k} {_fmt_value(k, v, self._unit)}"
+        xs = _samples_of(result, k)
+        if xs and len(xs) > 1:
+            lo, hi = spread(xs)
+            lo, hi = (_fmt_value(k, v, self._unit) for v in (lo, hi))
+            text += f" ({lo}–{hi}, {len(xs)} repeats)"
+        return text
 
     def wait(self, timeout: float = 30.0) -> None:
         """Block until a pending (debounced) run has finished; for tests and scripts."""
@@ -253,16 +296,26 @@ class Tuner(W.VBox):
         vals = [abs(float(h[metric])) for h in history if metric in h and _is_number(h[metric])]
         scale, unit = _axis_scale(metric, max(vals, default=1.0), self._unit)
         groups: dict[tuple, dict] = {}
+        bars: dict[tuple, dict] = {}
         for h in history:
             if metric not in h or not _is_number(h[metric]):
                 continue
             key = tuple(h[o] for o in others)
             groups.setdefault(key, {})[h[xname]] = float(h[metric]) / scale  # a re-run replaces the old point
+            xs = _samples_of(h, metric)
+            if xs and len(xs) > 1:
+                bars.setdefault(key, {})[h[xname]] = tuple(v / scale for v in spread(xs))
+            else:
+                bars.setdefault(key, {}).pop(h[xname], None)
         for i, (key, pts) in enumerate(groups.items()):
             xs = sorted(pts, key=pos)
             label = ", ".join(f"{o}={v}" for o, v in zip(others, key)) or metric
+            color = PALETTE[i % len(PALETTE)]
             ax.plot([pos(x) for x in xs], [pts[x] for x in xs], marker="o", markersize=4, linewidth=1.6,
-                    color=PALETTE[i % len(PALETTE)], label=label)
+                    color=color, label=label)
+            spans = bars.get(key, {})
+            for x, (lo, hi) in spans.items():   # the repeats' spread: one vertical bar per point
+                ax.vlines(pos(x), lo, hi, colors=color, linewidth=5, alpha=0.35)
         ax.plot([pos(current[xname])], [float(current[metric]) / scale], marker="o", markersize=13,
                 markerfacecolor="none", markeredgecolor="#c2504b", markeredgewidth=2, linestyle="none",
                 label="current")

@@ -173,3 +173,30 @@ def test_headless_notebook_shows_initial_figure(tmp_path):
     data = [o for o in outputs if o.output_type == "execute_result"][0].data
     assert "image/png" in data and data["text/plain"] == "tuner(tile=[8, 16, 32])"
     assert "application/vnd.jupyter.widget-view+json" in data
+
+
+def test_samples_key_draws_the_spread_and_shows_its_interval():
+    from matplotlib.collections import LineCollection
+
+    def run(tile):
+        xs = [tile * 1e6 * f for f in (0.8, 0.9, 1.0, 1.1, 1.2)]
+        return {"throughput": tile * 1e6, "throughput_samples": xs}
+
+    t = widgets.tuner(run, {"tile": [8, 16]}, debounce=0, unit="pairs")
+    t.controls["tile"].value = 16
+    assert t.history[-1]["throughput_samples"][0] == 16e6 * 0.8      # kept for claims
+    assert "throughput_samples" not in t.status.value                 # shown as an interval instead
+    assert "(14.4 M pairs/s–17.6 M pairs/s, 5 repeats)" in t.status.value
+    bars = [c for c in t.figure.axes[0].collections if isinstance(c, LineCollection)]
+    spans = sorted(tuple(seg[:, 1]) for c in bars for seg in c.get_segments())
+    assert spans == [(7.2, 8.8), (14.4, 17.6)]                        # the middle half, in M pairs/s
+    assert widgets.spread([1, 2, 3]) == (1, 3) and widgets.spread([1, 2, 3, 4, 5]) == (2, 4)
+
+
+def test_no_samples_no_bars():
+    from matplotlib.collections import LineCollection
+
+    t = widgets.tuner(fake_run, {"tile": [8, 16]}, debounce=0)
+    assert not [c for c in t.figure.axes[0].collections if isinstance(c, LineCollection)]
+    with pytest.raises(ValueError, match="at least one"):
+        widgets.spread([])

@@ -43,7 +43,9 @@ __all__ = [
     "align_scalar", "align_transposed_promoted", "align_transposed", "transpose_batch",
     "transpose_ragged",
     "align_batched", "align_batched_serial", "align_shifted", "align_shifted_serial", "fits_shifted",
-    "TARGETS", "run_benchmark", "cpu_compare", "throughput", "check_transpose", "check_transposed_inner",
+    "TARGETS", "run_benchmark", "cpu_compare", "throughput", "width_sweep", "thread_rounds",
+    "check_transpose",
+    "check_transposed_inner",
 ]
 
 
@@ -399,9 +401,10 @@ from .fast import (TILE, _align_codes, _align_spans_parallel, _align_spans_seria
 #: Names that live in submodules importing this package (imported on first use, so that
 #: ``__init__`` → ``bench``/``checks`` → ``__init__`` is no module-level cycle).
 _LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "cpu_compare": "bench",
-         "throughput": "bench", "_seed_args": "bench", "_parasail_fn": "bench",
+         "throughput": "bench", "thread_rounds": "bench", "width_sweep": "bench", "_seed_args": "bench", "_parasail_fn": "bench",
          "opal_fn": "bench", "gcups": "bench", "OPAL_MISSING": "bench", "roof": "bench",
-         "int16_op_rate": "bench", "OPS_PER_CELL": "bench",
+         "int16_op_rate": "bench", "OPS_PER_CELL": "bench", "tuner_reading": "prose",
+         "batch_steps_reading": "prose", "column_kib": "prose",
          "check_transpose": "checks", "check_transposed_inner": "checks", "_lanes_note": "checks"}
 
 

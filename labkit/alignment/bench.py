@@ -17,8 +17,8 @@ from .kernels import (align_batched, align_batched_serial, align_scalar, align_t
                       align_transposed_promoted, transpose_batch)
 from .scoring import ALPHABET
 
-__all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput", "opal_fn", "gcups", "OPAL_MISSING",
-           "OPS_PER_CELL", "int16_op_rate", "roof"]
+__all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput", "width_sweep", "thread_rounds",
+           "opal_fn", "gcups", "OPAL_MISSING", "OPS_PER_CELL", "int16_op_rate", "roof"]
 
 
 def _seed_args(inputs: Inputs):
@@ -246,11 +246,7 @@ def run_benchmark(size=None, repeat: int = 5):
     return out
 
 
-def throughput(lanes: int = 64, threads: int = 1, pairs: int = 1024, length: int = 200,
-               repeat: int = 3) -> dict:
-    """Alignments/s of the batch-width kernel ``align_batched`` (``align``'s int16 kernel where
-    the shifted one does not fit; ``align`` itself runs fixed tiles of 64 pairs) for one
-    lanes/threads setting (the notebook's tuner calls it)."""
+def _batched_call(lanes: int, threads: int, pairs: int, length: int):
     inp = make_inputs({"pairs": int(pairs), "length": int(length)}, seed=2)
     lanes, threads = int(lanes), int(threads)
 
@@ -258,5 +254,71 @@ def throughput(lanes: int = 64, threads: int = 1, pairs: int = 1024, length: int
         with use_threads(threads):
             kernel = align_batched if threads > 1 else align_batched_serial
             return kernel(inp.seqs1, inp.lens1, inp.seqs2, inp.lens2, inp.scoring, lanes)
-    t = bench.timeit(run, repeat=repeat, min_time=0.05)
-    return {"throughput": inp.pairs / t.median_s, "µs per pair": t.median_s / inp.pairs * 1e6}
+    return inp, run
+
+
+def throughput(lanes: int = 64, threads: int = 1, pairs: int = 1024, length: int = 200,
+               repeat: int = 3, clock: str | None = None) -> dict:
+    """Alignments/s of the batch-width kernel ``align_batched`` (``align``'s int16 kernel where
+    the shifted one does not fit; ``align`` itself runs fixed tiles of 64 pairs) for one
+    lanes/threads setting (the notebook's tuner calls it).
+
+    ``clock``: ``"thread"`` (this thread's CPU seconds: what one core does, whatever else runs
+    on the machine) by default for one thread, ``"wall"`` for more (their CPU times add up).
+    Returns the median's ``"throughput"`` and ``"µs per pair"`` and ``"throughput_samples"``,
+    each repeat's alignments/s (the tuner draws their spread; ``labkit.bench.claim`` compares
+    them)."""
+    inp, run = _batched_call(lanes, threads, pairs, length)
+    clock = clock or ("thread" if int(threads) == 1 else "wall")
+    t = bench.timeit(run, repeat=repeat, min_time=0.05, clock=clock)
+    return {"throughput": inp.pairs / t.median_s, "µs per pair": t.median_s / inp.pairs * 1e6,
+            "throughput_samples": [inp.pairs / s for s in t.times]}
+
+
+def width_sweep(widths=(32, 64, 128, 256), pairs: int = 512, length: int = 200, repeat: int = 5,
+                min_time: float = 0.05) -> dict:
+    """One-thread alignments/s of ``align_batched`` for each batch width, the widths' repeats
+    interleaved (32, 64, 128, 256, 32, 64, … so that a change in the machine's speed during the
+    sweep hits every width alike), in this thread's CPU seconds. Returns ``{lanes: [alignments/s
+    of each repeat]}`` — for ``labkit.bench.claim`` (``kind="rate"``) and
+    :func:`~labkit.alignment.prose.tuner_reading`."""
+    from labkit.bench.timing import _autoscale, _time_loops
+
+    runs = {}
+    for w in sorted({int(w) for w in widths}):
+        inp, run = _batched_call(w, 1, pairs, length)
+        run()                                                  # compile / warm
+        runs[w] = (run, _autoscale(run, (), min_time, "thread"))
+    out = {w: [] for w in runs}
+    for _ in range(int(repeat)):
+        for w, (run, loops) in runs.items():
+            out[w].append(inp.pairs * loops / _time_loops(run, (), loops, "thread"))
+    return out
+
+
+def thread_rounds(lanes: int = 64, threads: int = 2, pairs: int = 512, length: int = 200,
+                  rounds: int = 9, min_time: float = 0.02) -> dict:
+    """One thread against ``threads`` threads on the same ``align_batched`` call, wall time, in
+    paired rounds: each round times one thread, then ``threads`` threads back to back, so both
+    see the same load. Returns ``{"one": [alignments/s per round], "many": [...],
+    "ratios": [many ÷ one per round]}`` — for ``labkit.bench.claim`` (``kind="rate"``)."""
+    inp, one = _batched_call(lanes, 1, pairs, length)
+    _, many = _batched_call(lanes, threads, pairs, length)
+    res = bench.compare({"one": one, "many": many}, (), clock="wall", repeat=int(rounds),
+                        min_time=min_time)
+    t1, tn = res.times["one"], res.times["many"]
+    return {"one": [inp.pairs / t for t in t1], "many": [inp.pairs / t for t in tn],
+            "ratios": [a / b for a, b in zip(t1, tn)]}
+
+
+def UARCH_KERNEL():
+    """The kernel `labkit bench` puts beside its OSACA prediction (:mod:`labkit.bench.uarch`)."""
+    from labkit.bench.uarch import KernelSpec
+
+    from . import kernels as k
+    from . import make_inputs
+    inp = make_inputs({"pairs": 64, "length": 64}, seed=0)
+    s1T, s2T = k.transpose_batch(inp.seqs1), k.transpose_batch(inp.seqs2)
+    cells = s1T.shape[0] * s2T.shape[0] * s1T.shape[1]
+    return KernelSpec("align_transposed (int16 lanes)", k.align_transposed,
+                      (s1T, s2T, inp.scoring), cells, "cell")

@@ -90,8 +90,7 @@ class KernelSpec:
 
 def lab_kernel(lab: str) -> KernelSpec | None:
     """The kernel ``labkit bench`` predicts for ``lab``: the lab's own hook (a function
-    ``UARCH_KERNEL() -> KernelSpec`` in its package or its ``bench`` module), else the fallback
-    below for the five labs, else None."""
+    ``UARCH_KERNEL() -> KernelSpec`` in its package or its ``bench`` module), else None."""
     import importlib
 
     from labkit import registry
@@ -104,8 +103,7 @@ def lab_kernel(lab: str) -> KernelSpec | None:
             hook = None
         if callable(hook):
             return hook()
-    make = _FALLBACK.get(registry.get(lab).name)
-    return make() if make else None
+    return None
 
 
 def lab_line(lab: str, *, rounds: int = 3) -> str:
@@ -141,65 +139,3 @@ def lab_line(lab: str, *, rounds: int = 3) -> str:
     return (f"{head} {spec.label}: {meas}, predicted {'≥ ' if p.unknown else ''}{per:.2f} "
             f"({what}; OSACA {p.model}{low}): {r:.2f}× the bound — "
             f"{verdict(r, p.bound, len(p.unknown))}")
-
-
-def _lab(lab: str, sub: str = ""):
-    """A lab's module (or its submodule ``sub``), through the registry: tools import no lab."""
-    import importlib
-
-    from labkit import registry
-    return importlib.import_module(registry.get(lab).module + (f".{sub}" if sub else ""))
-
-
-def _lesson00() -> KernelSpec:
-    import numpy as np
-    dot_fastmath = _lab("lesson00", "kernels").dot_fastmath
-    # 2 × 128 KiB (L2): enough work per call that the call's own cost is small beside it
-    x = np.random.default_rng(0).random(1 << 14)
-    return KernelSpec("dot_fastmath", dot_fastmath, (x, x.copy()), x.size)
-
-
-def _alignment() -> KernelSpec:
-    lab, k = _lab("alignment"), _lab("alignment", "kernels")
-    inp = lab.make_inputs({"pairs": 64, "length": 64}, seed=0)
-    s1T, s2T = k.transpose_batch(inp.seqs1), k.transpose_batch(inp.seqs2)
-    cells = s1T.shape[0] * s2T.shape[0] * s1T.shape[1]
-    return KernelSpec("align_transposed (int16 lanes)", k.align_transposed,
-                      (s1T, s2T, inp.scoring), cells, "cell")
-
-
-def _bspline() -> KernelSpec:
-    import numpy as np
-    lab, k = _lab("bspline"), _lab("bspline", "kernels")
-    inp = lab.make_inputs({"grid": (8, 8, 8), "n": 256, "positions": 1}, seed=0)
-    idx, pref = k.prefactors(inp.positions[:1], inp.coefs.shape[:3], inp.lengths)
-    out = np.zeros((10, inp.n), inp.coefs.dtype)
-    return KernelSpec("vgh_soa", k.vgh_soa, (inp.coefs, idx[0], pref[0], out), 16 * inp.n,
-                      "spline term")
-
-
-def _pcc() -> KernelSpec:
-    import numpy as np
-    lab, k = _lab("pcc"), _lab("pcc", "kernels")
-    Z = lab.standardize(lab.make_inputs({"n": 64, "l": 256}).X)[0]
-    out = np.zeros((64, 64))
-    args = (Z, 0, 32, 32, 64, False, Z.shape[1], out, 0, 0)
-    return KernelSpec("tile_block (4×4 register block)", k.tile_block, args,
-                      (32 // 4) * (32 // 4) * Z.shape[1], "k of a 4×4 block", loop="fma")
-
-
-def _epistasis() -> KernelSpec:
-    import numpy as np
-    roof = _lab("epistasis", "bench").popcount_roof_kernel
-    w = np.random.default_rng(0).integers(0, 2**63, 512, dtype=np.uint64)   # 4 KiB: L1
-    reps = 200                      # passes over it in one call: no call cost per element
-    return KernelSpec("<8 x i64> ctpop popcount (popcount_roof_kernel)", roof,
-                      (w, reps), reps * (w.size // 8 - 1) * 8, "word", loop="popcount")
-
-
-#: labs without their own UARCH_KERNEL hook yet (lab name → spec factory; each belongs in its
-#: lab's bench.py as UARCH_KERNEL, which lab_kernel reads first)
-_FALLBACK: dict[str, Callable[[], KernelSpec]] = {
-    "lesson00": _lesson00, "alignment": _alignment, "bspline": _bspline, "pcc": _pcc,
-    "epistasis": _epistasis,
-}

@@ -378,7 +378,7 @@ def traffic_per_eval(layout: str = "soa", dtype=np.float64) -> dict:
 _LAZY = {name: ".bench" for name in (
     "TARGETS", "run_benchmark", "Workload", "_ScipyWorkload", "_bench_sizes", "ndbspline_of",
     "ndbspline_vgh", "ndbspline_chunk_sweep", "tile_sweep", "layout_throughputs",
-    "time_interleaved", "thread_scaling")}
+    "time_interleaved", "thread_scaling", "paired_rounds")}
 _LAZY.update({"measure_bandwidth": "labkit.hardware", "measure_fma_rate": "labkit.hardware"})
 
 

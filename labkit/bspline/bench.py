@@ -1,8 +1,8 @@
 """Lab 02 benchmark: prepared workloads (:class:`Workload`, scipy's ``NdBSpline`` as the peer),
 ``run_benchmark`` (table name → ``labkit.bench.BenchResult``, throughput in VGH/s), ``TARGETS``
 (the issue's claims, checked by ``labkit bench bspline``) and the timing helpers the notebook and
-the checks use (``time_interleaved``, ``tile_sweep``, ``layout_throughputs``, ``thread_scaling``,
-``ndbspline_chunk_sweep``).
+the checks use (``time_interleaved``, ``tile_sweep``, ``layout_throughputs``, ``paired_rounds``,
+``thread_scaling``, ``ndbspline_chunk_sweep``).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .kernels import _batch_aos, _batch_tiles, _batch_tiles_blocked, _walker_til
 from .layouts import aligned_empty, stream_stride
 
 __all__ = ["Workload", "ndbspline_vgh", "ndbspline_of", "TARGETS", "run_benchmark",
-           "time_interleaved", "thread_scaling", "ndbspline_chunk_sweep", "tile_sweep",
+           "time_interleaved", "paired_rounds", "thread_scaling", "ndbspline_chunk_sweep", "tile_sweep",
            "layout_throughputs"]
 
 
@@ -381,18 +381,34 @@ def time_interleaved(funcs: dict, *, clock: str = "cpu", repeat: int = 3,
     return {k: res.time(n) for n, k in names.items()}
 
 
-def thread_scaling(size=None, tile: int = 256, repeat: int = 15) -> dict:
-    """Two threads vs one, wall time, best of ``repeat`` interleaved repeats (on a shared machine
-    the median mostly measures the other jobs): ``"one walker"`` — its tiles split per move;
-    ``"walkers x tiles"`` — positions × tiles in one prange. 8³ grid, N = 2048 (small: N = 512)."""
+def paired_rounds(one, two, *, rounds: int = 15, min_time: float = 0.01) -> dict:
+    """One thread against two in paired rounds, wall time: each round times ``one`` and then
+    ``two`` (zero-argument callables: the same work on 1 and on 2 threads) back to back, so both
+    see the same load, and keeps that round's ratio. Returns ``{"one_s": [seconds per call of
+    each round], "two_s": [...], "ratios": [one_s ÷ two_s per round]}`` — the samples for
+    ``labkit.bench.claim(two_s, one_s, "2 threads", "1 thread")``, which names a gain only when
+    the two sets of rounds separate."""
+    res = bench.compare({"1": one, "2": two}, (), clock="wall", repeat=int(rounds),
+                        min_time=min_time)
+    t1, t2 = [float(t) for t in res.times["1"]], [float(t) for t in res.times["2"]]
+    return {"one_s": t1, "two_s": t2, "ratios": [a / b for a, b in zip(t1, t2)]}
+
+
+def thread_scaling(size=None, tile: int = 256, repeat: int = 15, *, samples: bool = False) -> dict:
+    """Two threads vs one in ``repeat`` paired rounds (:func:`paired_rounds`, wall time):
+    ``"one walker"`` — its tiles split per move; ``"walkers x tiles"`` — positions × tiles in
+    one prange. 8³ grid, N = 2048 (small: N = 512). Returns name → the median of the per-round
+    ratios; ``samples=True``: name → ``{"ratio", "ratios", "one_s", "two_s"}`` (the rounds, for
+    ``labkit.bench.claim``; on a shared machine a single best or median repeat can mislead)."""
     sz = _bench_sizes(size)["nested"]
     x = make_inputs(sz)
     tile = min(tile, x.n)
     out = {}
     for name, walker in (("one walker", True), ("walkers x tiles", False)):
         runs = {th: Workload(x, "aosoa", tile=tile, threads=th, walker=walker) for th in (1, 2)}
-        secs = time_interleaved(runs, clock="wall", stat="min", repeat=repeat, min_time=0.01)
-        out[name] = secs[1] / secs[2]
+        r = paired_rounds(runs[1], runs[2], rounds=repeat)
+        ratio = float(np.median(r["ratios"]))
+        out[name] = {"ratio": ratio, **r} if samples else ratio
     return out
 
 
@@ -461,3 +477,15 @@ def layout_throughputs(inputs: BsplineInputs, tile: int = 64, threads: int = 1, 
     if samples:
         return {k: [funcs[k].work / t for t in v] for k, v in secs.items()}
     return {k: funcs[k].work / v for k, v in secs.items()}
+
+
+def UARCH_KERNEL():
+    """The kernel `labkit bench` puts beside its OSACA prediction (:mod:`labkit.bench.uarch`)."""
+    from labkit.bench.uarch import KernelSpec
+
+    from . import kernels as k
+    inp = make_inputs({"grid": (8, 8, 8), "n": 256, "positions": 1}, seed=0)
+    idx, pref = k.prefactors(inp.positions[:1], inp.coefs.shape[:3], inp.lengths)
+    out = np.zeros((10, inp.n), inp.coefs.dtype)
+    return KernelSpec("vgh_soa", k.vgh_soa, (inp.coefs, idx[0], pref[0], out), 16 * inp.n,
+                      "spline term")

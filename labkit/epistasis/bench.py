@@ -172,3 +172,14 @@ def phase_times(genotypes, labels=None, order: int = 3, threads: int = 1, repeat
     t1, t2, t3 = (res.median(n) for n in funcs)
     return {"prefix tables": t1, "counts": max(t2 - t1, 0.0), "MI and top list": max(t3 - t2, 0.0),
             "total": t3, "cells": plan.combos * 3 ** plan.order, "result": res}
+
+
+def UARCH_KERNEL():
+    """The kernel `labkit bench` puts beside its OSACA prediction (:mod:`labkit.bench.uarch`)."""
+    import numpy as np
+
+    from labkit.bench.uarch import KernelSpec
+    w = np.random.default_rng(0).integers(0, 2**63, 512, dtype=np.uint64)   # 4 KiB: L1
+    reps = 200                      # passes over it in one call: no call cost per element
+    return KernelSpec("<8 x i64> ctpop popcount (popcount_roof_kernel)", popcount_roof_kernel,
+                      (w, reps), reps * (w.size // 8 - 1) * 8, "word", loop="popcount")

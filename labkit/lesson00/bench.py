@@ -32,3 +32,15 @@ def run_benchmark(size=None, repeat: int = 5) -> dict:
                           clock="cpu", repeat=repeat, work=a.size, unit="elements",
                           label="entry point", baseline="kernel colsum_rows")
     return {"colsum": cols, "dot": dots, "entry point": entry}
+
+
+def UARCH_KERNEL():
+    """The kernel `labkit bench` puts beside its OSACA prediction (:mod:`labkit.bench.uarch`)."""
+    import numpy as np
+
+    from labkit.bench.uarch import KernelSpec
+
+    from .kernels import dot_fastmath
+    # 2 × 128 KiB (L2): enough work per call that the call's own cost is small beside it
+    x = np.random.default_rng(0).random(1 << 14)
+    return KernelSpec("dot_fastmath", dot_fastmath, (x, x.copy()), x.size)

@@ -292,3 +292,17 @@ def large_run(threshold=0.8, n=100_000, l=500, timeout=3600):
     res.info = info
     return res
 
+
+def UARCH_KERNEL():
+    """The kernel `labkit bench` puts beside its OSACA prediction (:mod:`labkit.bench.uarch`)."""
+    import numpy as np
+
+    from labkit.bench.uarch import KernelSpec
+
+    from . import kernels as k
+    from . import make_inputs, standardize
+    Z = standardize(make_inputs({"n": 64, "l": 256}).X)[0]
+    out = np.zeros((64, 64))
+    args = (Z, 0, 32, 32, 64, False, Z.shape[1], out, 0, 0)
+    return KernelSpec("tile_block (4×4 register block)", k.tile_block, args,
+                      (32 // 4) * (32 // 4) * Z.shape[1], "k of a 4×4 block", loop="fma")

@@ -7,7 +7,7 @@ import pytest
 from numba import njit
 
 from labkit import alignment as A
-from labkit import check
+from labkit import bench, check
 from labkit.alignment import checks as _checks  # noqa: F401 - registers check.transpose, …
 from labkit.alignment import fast
 
@@ -413,3 +413,110 @@ def test_code_arrays_checked_in_the_kernel_and_tiles_claimed_dynamically(threads
     rows1 = [inp.seqs1[p, :inp.lens1[p]] for p in range(inp.pairs)]
     rows2 = [inp.seqs2[p, :inp.lens2[p]] for p in range(inp.pairs)]
     A.validate(A.align(rows1, rows2, threads=threads), A.reference(inp))
+
+
+# ------------------------------------------------------------------ the lab's computed sweep prose
+# (issue 41) every direction word in it comes from a claim on the repeats: fake repeats that
+# overlap give no direction, separated ones the word of their sign.
+_DIRECTION = ("fall", "faster", "slower", "higher", "lower", "drops", "rises")
+
+
+def _rates(center, spread=0.01, n=5):
+    return [center * (1 + spread * k) for k in np.linspace(-1, 1, n)]
+
+
+def test_tuner_reading_overlapping_widths_state_no_direction():
+    one = {32: _rates(100e3, 0.2), 64: _rates(101e3, 0.2), 128: _rates(99e3, 0.2)}
+    text = A.tuner_reading(one, l1=48 * 1024, load="load 3.0 on 2 cores")
+    assert "cannot tell" in text and "load 3.0 on 2 cores" in text
+    assert not any(w in text for w in _DIRECTION), text
+    assert "128 lanes holds it as far as this run can tell" in text
+    assert "Width by width: 32 → 64 lanes not distinguishable" in text
+
+
+def test_tuner_reading_separated_widths_name_the_best_and_the_fall():
+    one = {32: _rates(100e3), 64: _rates(150e3), 128: _rates(200e3), 256: _rates(120e3)}
+    text = A.tuner_reading(one, l1=48 * 1024, load="")
+    assert "The best width is 128 lanes" in text and "measurably lower rate" in text
+    assert "wider batches fall: 256 lanes runs at 0.60× 128 lanes's rate" in text.lower()
+    assert "200 KiB, is over L1" in text
+    assert "64 → 128 lanes 1.33× the rate" in text and "128 → 256 lanes 0.60× the rate" in text
+    assert "faster" not in text and "slower" not in text
+
+
+def test_tuner_reading_widest_best_and_threads():
+    one = {32: _rates(100e3), 64: _rates(150e3)}
+    gain = {"one": _rates(1.0), "many": _rates(1.9), "ratios": _rates(1.9)}
+    text = A.tuner_reading(one, rounds=gain, threads=2, load="")
+    assert "64 lanes is the widest measured." in text
+    assert "2 threads runs at 1.9× 1 thread's rate" in text and "load hid" not in text
+    loss = {"one": _rates(1.0), "many": _rates(0.5), "ratios": _rates(0.5)}
+    text = A.tuner_reading(one, rounds=loss, threads=2, load="load 4.0 on 2 cores")
+    assert "0.50× 1 thread's rate" in text and "did not have a core of its own" in text
+    mixed = {"one": _rates(1.0, 0.3), "many": _rates(1.05, 0.3), "ratios": _rates(1.05, 0.3)}
+    text = A.tuner_reading(one, rounds=mixed, threads=2, load="")
+    assert "not told apart" in text and "The load hid the second thread's effect" in text
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_tuner_reading_never_contradicts_its_samples(seed):
+    rng = np.random.default_rng(seed)
+    one = {w: list(rng.uniform(0.5, 1.5) * 1e5 * (1 + rng.uniform(-0.3, 0.3, 5))) for w in (32, 64, 128, 256)}
+    text = A.tuner_reading(one, load="")
+    best = max(one, key=lambda w: np.median(one[w]))
+    for w in one:
+        if w == best:
+            continue
+        c = bench.claim(one[w], one[best], kind="rate")
+        if w > best:       # a wider width is said to fall only when its repeats separate from the best's
+            assert (f"{w} lanes runs at" in text) == c.separated, (w, best, text)
+    if "The best width is" in text:
+        assert all(bench.claim(one[w], one[best], kind="rate").separated for w in one if w != best)
+
+
+def test_batch_steps_reading_reads_the_lane_multiple_steps():
+    cost = {16: _rates(0.33), 24: _rates(0.46), 32: _rates(0.24), 40: _rates(0.37), 48: _rates(0.21),
+            56: _rates(0.30), 64: _rates(0.20)}
+    text = A.batch_steps_reading(cost, 32, seed_pairs=16, load="")
+    assert "takes 32 pairs per pass" in text and "At every multiple of 32" in text
+    assert "a pair in a batch of 32 is 1.9× faster than one in a batch of 24" in text
+    assert "a pair in a batch of 64 is 1.5× faster than one in a batch of 56" in text
+    assert "not noise" in text and "never enters the hot loop" in text
+    assert "batch of 48" not in text                     # 48 is no multiple of 32: no step there
+    text16 = A.batch_steps_reading(cost, 16, seed_pairs=16, load="")
+    assert "batch of 48 is 1.8× faster than one in a batch of 40" in text16
+    assert "never enters" not in text16 and "not a multiple" in text16   # (the general sentence)
+
+
+def test_batch_steps_reading_overlap_and_reverse_and_unknown():
+    flat = {n: _rates(0.3, 0.2) for n in (16, 24, 32, 40)}
+    text = A.batch_steps_reading(flat, 16, load="load 5.0 on 2 cores")
+    assert "cannot tell 32 from 24 pairs" in text and "load 5.0 on 2 cores" in text
+    assert not any(w in text for w in _DIRECTION) and "not noise" not in text
+    rev = {16: _rates(0.3), 24: _rates(0.2), 32: _rates(0.4)}
+    text = A.batch_steps_reading(rev, 16, load="")
+    assert "No step at a pair in a batch of 32 is 2.0× slower than one in a batch of 24" in text
+    assert "could not be read" in A.batch_steps_reading(rev, None)
+    assert "shows no step" in A.batch_steps_reading({16: _rates(0.3), 32: _rates(0.2)}, 16, load="")
+
+
+def test_throughput_gives_its_repeats():
+    t = A.throughput(lanes=32, threads=1, pairs=64, length=50, repeat=3)
+    assert len(t["throughput_samples"]) == 3 and min(t["throughput_samples"]) > 0
+    assert min(t["throughput_samples"]) * (1 - 1e-9) <= t["throughput"] <= max(t["throughput_samples"]) * (1 + 1e-9)
+
+
+def test_batch_steps_reading_names_only_the_steps_it_saw():
+    cost = {24: _rates(0.46), 32: _rates(0.24), 40: _rates(0.3, 0.3), 48: _rates(0.3, 0.3)}
+    text = A.batch_steps_reading(cost, 16, seed_pairs=32, load="load 2.0 on 2 cores")
+    assert "At 32 pairs (of the multiples of 16" in text and "At every" not in text
+    assert "cannot tell 48 from 40 pairs" in text and "— load 2.0 on 2 cores." in text
+    assert "seed's" not in text
+
+
+def test_width_sweep_interleaved_repeats():
+    r = A.width_sweep((64, 32), pairs=64, length=50, repeat=3, min_time=0.0)
+    assert list(r) == [32, 64] and all(len(v) == 3 and min(v) > 0 for v in r.values())
+    tr = A.thread_rounds(32, 2, pairs=64, length=50, rounds=3, min_time=0.0)
+    assert len(tr["one"]) == len(tr["many"]) == len(tr["ratios"]) == 3
+    assert all(abs(m / o - q) < 1e-9 * q for o, m, q in zip(tr["one"], tr["many"], tr["ratios"]))
