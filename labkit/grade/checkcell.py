@@ -59,12 +59,14 @@ def use_worker(worker):
         worker.stop()
 
 
-def run_exercise(ex: ExerciseSpec, cell: FoundCell, timeout: float) -> tuple[dict, int]:
+def run_exercise(ex: ExerciseSpec, cell: FoundCell, timeout: float,
+                 seed: int | None = None) -> tuple[dict, int]:
     """``(result dict, seed)`` of the check of ``ex`` on the student's cell, in the current
-    worker (see :func:`use_worker`), with a fresh secret seed."""
+    worker (see :func:`use_worker`), with a fresh secret seed (or ``seed``: one derived from
+    the run's class seed, ``labkit grade --seed``)."""
     from labkit import check
 
-    seed = secrets.randbits(62)
+    seed = secrets.randbits(62) if seed is None else int(seed)
     saved = {k: v for k, v in os.environ.items() if k.startswith("LABKIT_")}
     for k in saved:
         del os.environ[k]

@@ -145,6 +145,8 @@ def report_html(results: list[dict]) -> str:
     if env:
         body.append("<p class=small>measured on: " + _e(", ".join(
             f"{k} {v}" for k, v in env.items())) + "</p>")
+    from .shard import cpu_section         # a class graded on several kinds of CPU
+    body.append(cpu_section(results))
     body.append("<h2>Pass rate per exercise</h2>")
     if ex:
         fig, ax = plt.subplots(figsize=(7, 0.45 * len(ex) + 1))

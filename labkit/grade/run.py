@@ -24,6 +24,9 @@ from .settings import (CELL_TIMEOUT, MAX_MESSAGE, MAX_NOTEBOOK_BYTES, MEMORY_LIM
 __all__ = ["grade_notebook", "grade", "environment_stamp", "SandboxUnavailable"]
 
 CACHE_VERSION = 2
+#: the flag of every row graded with --no-sandbox
+UNSANDBOXED = ("graded WITHOUT the sandbox (--no-sandbox): this submission's code ran with the "
+               "grader's rights")
 SEED_MIN = 3            # submissions of one lab from which its kernels are compiled up front
 
 
@@ -164,7 +167,9 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
                                      "ran", never_ran=True))
                     continue
                 t = time.monotonic()
-                r, seed = run_exercise(ex, found[ex.name], min(settings.cell_timeout, left))
+                derived = _check_seed(settings, sub, ex)
+                r, seed = run_exercise(ex, found[ex.name], min(settings.cell_timeout, left),
+                                       **({} if derived is None else {"seed": derived}))
                 rows.append(_verdict_row(ex, r, seed, time.monotonic() - t))
         res["exercises"] = rows
     except Exception as e:  # noqa: BLE001 - a grader bug must not stop the batch
@@ -211,6 +216,18 @@ def _merge_remeasured(res: dict, again: dict, names) -> dict:
                                   f"machine: the first run was {e['verdict']})")
             res["exercises"][i] = r
     return res
+
+
+def _check_seed(settings: GradeSettings, sub: Submission, ex: ExerciseSpec) -> int | None:
+    """The seed of one check: ``None`` (a fresh secret one) unless the run has a class seed
+    (``--seed``, :mod:`.shard`), from which each check's is derived (HMAC of the student, the
+    notebook and the exercise): shards and workers then draw the same inputs as one run."""
+    if settings.seed is None:
+        return None
+    import hmac
+    msg = "\0".join((sub.student, sub.rel, ex.name)).encode("utf-8", "surrogateescape")
+    d = hmac.new(str(settings.seed).encode(), msg, hashlib.sha256).digest()
+    return int.from_bytes(d[:8], "big") >> 2
 
 
 def _grade_task(args) -> dict:
@@ -381,8 +398,14 @@ def _cache_key(sub: Submission, canon: Canonical | None, settings: GradeSettings
     h.update(json.dumps([CACHE_VERSION, digest, canon.name if canon else None, sub.student,
                          sub.rel, settings.cell_timeout, settings.notebook_timeout,
                          settings.memory_limit, settings.sandbox,
-                         list(settings.exercise_modules)]).encode())
+                         list(settings.exercise_modules)]
+                        + ([] if settings.seed is None else [_seed_id(settings.seed)])).encode())
     return h.hexdigest()
+
+
+def _seed_id(seed) -> str:
+    """What a class seed is told by in the JSON and the cache (not the seed itself)."""
+    return hashlib.sha256(f"labkit-grade-seed\0{seed}".encode()).hexdigest()[:16]
 
 
 def _dedupe(results: list[dict]) -> None:
@@ -409,14 +432,18 @@ def _dedupe(results: list[dict]) -> None:
 def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_TIMEOUT,
           notebook_timeout: float = NOTEBOOK_TIMEOUT, memory_limit: int = MEMORY_LIMIT,
           skip_tags=(), exercise_modules=(), progress: bool = True, sandbox: bool = True,
-          cache_dir=None, max_notebook_bytes: int = MAX_NOTEBOOK_BYTES) -> list[dict]:
+          cache_dir=None, max_notebook_bytes: int = MAX_NOTEBOOK_BYTES, seed=None,
+          submissions=None, runner=None) -> list[dict]:
     """Grade every submission in ``folder``; returns one result dict per notebook.
 
     ``sandbox=False`` (``--no-sandbox``) runs the checks without a sandbox; otherwise a
     missing sandbox raises :class:`SandboxUnavailable`. ``cache_dir``: where results are kept
     for incremental regrading (unchanged submission + unchanged labkit → cached result);
     ``None`` = no cache. ``skip_tags`` is accepted for compatibility (no notebook runs).
-    ``max_notebook_bytes``: a bigger submission is refused unread (0 = no limit)."""
+    ``max_notebook_bytes``: a bigger submission is refused unread (0 = no limit).
+    ``seed``: a class seed every check's seed is derived from (``None``: fresh secret seeds).
+    ``submissions``: grade only these (of ``find_submissions(folder)``: a shard, :mod:`.shard`).
+    ``runner``: grades the submissions elsewhere (:class:`.cluster.DaskRunner`)."""
     if cell_timeout <= 0 or notebook_timeout <= 0:
         raise ValueError("timeouts must be positive numbers of seconds")
     if jobs < 1:
@@ -439,7 +466,7 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
     sys.dont_write_bytecode = True
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     canon = load_solutions(solutions)
-    subs = find_submissions(folder)
+    subs = find_submissions(folder) if submissions is None else list(submissions)
     exercise_modules = tuple(exercise_modules)
     extra_paths = []
     for m in exercise_modules:
@@ -451,7 +478,8 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                              memory_limit=int(memory_limit), skip_tags=tuple(skip_tags),
                              max_notebook_bytes=int(max_notebook_bytes),
                              exercise_modules=exercise_modules, sandbox=bool(sandbox),
-                             extra_paths=tuple(dict.fromkeys(extra_paths)))
+                             extra_paths=tuple(dict.fromkeys(extra_paths)),
+                             seed=None if seed is None else str(seed))
     tasks = [(sub, c, settings, err) for sub in subs
              for c, err in [_read_and_match(sub, canon, settings)]]
     broken: dict[str, str] = {}          # a lab whose exercises labkit cannot find: its rows say
@@ -492,7 +520,9 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             per_lab.setdefault(tasks[k][1].name, []).append(tasks[k][1])
     seeds = [cs[0] for cs in per_lab.values() if len(cs) >= SEED_MIN and _is_labkit_lab(cs[0])]
     home, kept = _kept_seed(cache, seeds, settings, snap.digest, stamp)
-    if kept:                  # the same labs, labkit and machine as a kept seed: no compiling
+    if runner is not None:    # its workers build their own seeds (another machine's paths)
+        home, settings.numba_cache = None, None
+    elif kept:                  # the same labs, labkit and machine as a kept seed: no compiling
         settings.numba_cache = str(home / "numba-cache")
         if progress:
             print("grading: numba cache warm (kept from the last run)", file=sys.stderr,
@@ -503,6 +533,8 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             settings.numba_cache = _keep_seed(settings.numba_cache, home)
 
     shared = not (jobs == 1 or len(todo) <= 1)       # notebooks graded side by side
+    if runner is not None:
+        shared = runner.shared and len(todo) > 1
 
     def undo(changed: list[str]) -> list[str] | None:
         # Without the sandbox a submission can write labkit's files: put them back so the
@@ -520,7 +552,11 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
                       "before this notebook was graded (a process left by an earlier one?)")
             if settings.sandbox:
                 snap.rebase()
-        res["environment"] = stamp
+        if not settings.sandbox:                  # loud on every row, not only on stderr
+            fl = res.setdefault("flags", {}).setdefault("", [])
+            if UNSANDBOXED not in fl:
+                fl.insert(0, UNSANDBOXED)
+        res.setdefault("environment", stamp)      # a remote worker's own stamp stays
         results[k] = res
         if keys[k] and res["status"] in ("graded",) and not _undecided(res, shared):
             try:
@@ -544,7 +580,11 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="grading", unit="nb",
                disable=not progress, file=sys.stderr)
     try:
-        if not shared:
+        if runner is not None:
+            for k, res in runner.map({k: tasks[k] for k in todo}):
+                finish(k, res, [])
+                bar.update()
+        elif not shared:
             for k in todo:
                 bar.set_postfix_str(tasks[k][0].student[:20])
                 one_by_one(k, tasks[k])
@@ -573,8 +613,11 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             sub, canon, st, err = tasks[k]
             first = results[k]
             names = tuple(_undecided(first, shared))
-            one_by_one(k, (sub, canon, dataclasses.replace(st, only=names), err),
-                       merge=lambda again, first=first, names=names:
+            task = (sub, canon, dataclasses.replace(st, only=names), err)
+            if runner is not None:
+                finish(k, _merge_remeasured(first, runner.again(task, first), names), [])
+                continue
+            one_by_one(k, task, merge=lambda again, first=first, names=names:
                        _merge_remeasured(first, again, names))
     finally:
         bar.close()

@@ -34,6 +34,7 @@ class GradeSettings:
     extra_paths: tuple = ()         # folders of extra exercise modules (bound into the sandbox)
     numba_cache: str | None = None  # the seed: a warm numba cache each worker copies (run._build_seed)
     only: tuple = ()                # grade only these exercises (the re-measurement pass)
+    seed: str | None = None         # a class seed each check's seed is derived from (--seed)
 
 
 def _short(text: Any, n: int = MAX_MESSAGE) -> str:
