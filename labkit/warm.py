@@ -250,11 +250,15 @@ def warm_lab(lab: str, solutions_root: str | Path | None = None) -> dict:
 def _spawn(lab: str, env: dict, solutions_root, nice: int):
     """A process warming ``lab`` and the temporary file its output goes to."""
     import tempfile
-    argv = [sys.executable, "-m", "labkit.warm", "--one", lab]
+    # run from a checkout (Binder's postBuild runs in the repository), the child and the check
+    # workers it starts must compile the labkit this process is (the installed one), not the
+    # checkout's labkit/ that `-m` would put first on sys.path: -P, and a neutral folder
+    argv = [sys.executable, "-P", "-m", "labkit.warm", "--one", lab]
     if solutions_root:
-        argv += ["--solutions", str(solutions_root)]
+        argv += ["--solutions", str(Path(solutions_root).resolve())]
     log = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
     proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            cwd=tempfile.gettempdir(),
                             stdin=subprocess.DEVNULL, text=True,
                             preexec_fn=(lambda: os.nice(nice)) if nice else None)
     return proc, log
