@@ -15,7 +15,8 @@ commands:
                       (NAME: 01_alignment, alignment or 1; default all; --check: exit 1 if stale)
   release [--check]   generate notebooks/ from solutions/ (--check: exit 1 if out of date)
   grade DIR --out F   grade a folder of student notebooks into CSV/JSON
-                      (--course course.toml: roster, due dates, an LMS gradebook)
+                      (--course course.toml: roster, due dates, an LMS gradebook;
+                      --shard i/N, then `grade merge`; --scheduler / --cluster local:N: Dask)
   course ...          import-roster FILE.csv (Canvas/Moodle/Gradescope) | check course.toml
   gradescope ...      build OUTDIR: a Gradescope autograder bundle | results | run
 
