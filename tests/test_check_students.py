@@ -252,6 +252,27 @@ def test_bad_input_one_line_and_next_check_unaffected(monkeypatch):
     assert r.passed and "printed" in r.message and "MB" in r.message in r.message and len(r.message) < 700, str(r)
 
 
+def test_loading_the_cell_is_not_the_students_time(tmp_path, monkeypatch):
+    """A busy machine makes loading slow (the worker's imports of the cell, a plain-Python
+    student's own process started and loaded): that is labkit's time, so an honest student with
+    a short timeout still passes, and a function that never returns still times out."""
+    from labkit.check import runner
+    (tmp_path / "slow_to_import.py").write_text("import time\ntime.sleep(3)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    runner.restart()                         # a worker (and its children) with that path
+    try:
+        head = "import slow_to_import\nimport numpy as np\n"
+        ok = check.run_source("transpose", head + "def transpose(codes):\n"
+                              "    return np.ascontiguousarray(codes.T)\n", timeout=2.5)
+        assert ok.passed, str(ok)
+        hung = check.run_source("transpose", head + "def transpose(codes):\n"
+                                "    while True:\n        pass\n", timeout=2.5)
+        assert hung.verdict == "error" and "did not return within 2.5 s" in hung.message, str(hung)
+    finally:
+        monkeypatch.undo()
+        runner.restart()
+
+
 def test_run_source_picks_the_last_def_and_reports_missing():
     src = "import numpy as np\nfrom numba import njit\n" \
           "def helper(a):\n    return a\n\n@njit\ndef colsum(a):\n" \

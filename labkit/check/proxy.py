@@ -25,6 +25,13 @@ __all__ = ["Proxy", "is_proxy", "spare"]
 
 _SPARE: list = []
 
+#: How long labkit's own start of C may take (a fresh interpreter importing numpy, numba,
+#: labkit and the exercise's lab, then loading the cell's imports and definitions): none of it
+#: is the student's time. On a quiet machine it takes 1–3 s; on a loaded one (parallel grading
+#: beside a test suite on two cores) it has taken more than a short cell timeout, which used to
+#: end honest students' checks with ``error``. The student's deadline starts after it.
+STARTUP_S = 120.0
+
 
 def is_proxy(obj) -> bool:
     return isinstance(obj, Proxy)
@@ -115,6 +122,7 @@ class Proxy:
         self.child: _Child | None = None
         self.failure: CheckFailure | None = None
         self.printed = 0
+        self.started_s = 0.0         # labkit's start of C: added to the deadline
         self.calls = 0
         self.notes: list = []
         self._handles: list = []     # W's callables C may call, by id (for this check)
@@ -136,12 +144,20 @@ class Proxy:
 
     # -- lifetime
     def start(self) -> tuple[str | None, str, list]:
-        """Load the cell in C: ``(error or None, verdict for the error, notes)``."""
+        """Load the cell in C: ``(error or None, verdict for the error, notes)``. The start has
+        its own budget (:data:`STARTUP_S`); the time it took moves the student's deadline
+        (``started_s``, which the worker passes on to its caller's timer)."""
         from .runner import read_frame
         from .hatches import mark_student_ran
+        t0 = time.monotonic()
+        start_by = max(self.deadline, t0 + STARTUP_S)
         try:
             self.child = _take()
-            hello = read_frame(self.child.rfd, self.deadline, _loads=wire.loads_c2w)
+            try:
+                hello = read_frame(self.child.rfd, start_by, _loads=wire.loads_c2w)
+            except TimeoutError:
+                raise OSError(f"it did not start within {STARTUP_S:g} s — the machine is "
+                              "very busy") from None
             if not (isinstance(hello, dict) and hello.get("ok")):
                 err = hello.get("error") if isinstance(hello, dict) else None
                 raise OSError(f"it did not start: {str(err)[:200]}" if err else
@@ -155,12 +171,14 @@ class Proxy:
                         "answers": tuple(self.exercise.answers),
                         "module": getattr(self.exercise, "module", ""),
                         "allowed": tuple(getattr(self.exercise, "allowed", ()))})
-            msg = self._recv()
+            msg = self._recv(start_by)
         except CheckFailure as e:
             return e.message, e.verdict, []
         except (OSError, TimeoutError, ValueError) as e:
             return f"labkit's checker could not start its child process ({e}) — a labkit bug?", \
                 "error", []
+        self.started_s = time.monotonic() - t0
+        self.deadline += self.started_s
         notes = [str(n)[:300] for n in (msg.get("notes") or [])][:5]
         if msg.get("op") != "loaded":
             return "your cell sent the checker something it did not ask for", "error", notes
@@ -186,14 +204,17 @@ class Proxy:
         except OSError:
             self._died()
 
-    def _recv(self) -> dict:
+    def _recv(self, deadline: float | None = None) -> dict:
         from .runner import read_frame
         if self.child is None:
             raise self.failure
         try:
-            msg = read_frame(self.child.rfd, self.deadline, _loads=wire.loads_c2w)
+            msg = read_frame(self.child.rfd, deadline or self.deadline, _loads=wire.loads_c2w)
         except TimeoutError:
             self.close()
+            if deadline is not None:         # still starting: labkit's time, not the student's
+                self._fail(f"your cell did not load within {STARTUP_S:g} s (the machine is very "
+                           "busy, or an import in the cell hangs)")
             self._fail(f"your function did not return within {self.timeout:g} s (an endless "
                        "loop?) — the checker was stopped and restarted")
         except Exception:  # noqa: BLE001 - malformed frame: C's data is not trusted

@@ -30,6 +30,10 @@ __all__ = ["run_function", "run_source", "in_worker", "restart", "shutdown", "Wo
 _IN_WORKER = False
 _HEADER = struct.Struct("!Q")
 _MAX_FRAME = 64 << 20
+#: How long loading a cell may take in the worker (its imports; a plain-Python student's own
+#: process started and loaded too: :data:`labkit.check.proxy.STARTUP_S`), on top of the
+#: student's timeout, which counts only the check itself.
+LOAD_BUDGET_S = 150.0
 
 
 def in_worker() -> bool:
@@ -187,10 +191,23 @@ class Worker:
                 fresh = True
             try:
                 write_frame(self.wfd, req)
-                reply = read_frame(self.rfd, time.monotonic() + timeout)
+                deadline, loading = time.monotonic() + timeout, None
+                while True:
+                    reply = read_frame(self.rfd, deadline)
+                    # the worker loads the cell (and starts a plain-Python student's process)
+                    # between {"loading": True} and {"loading": False}: labkit's time, with
+                    # its own budget, not the student's — the timer stops meanwhile (once)
+                    if isinstance(reply, dict) and set(reply) == {"loading"}:
+                        now = time.monotonic()
+                        if reply["loading"] and loading is None:
+                            loading, deadline = (now, deadline), now + LOAD_BUDGET_S
+                        elif not reply["loading"] and isinstance(loading, tuple):
+                            deadline, loading = loading[1] + (now - loading[0]), False
+                        continue
+                    break
             except TimeoutError:
                 self.stop()
-                return None, "timeout"
+                return None, "load-timeout" if isinstance(loading, tuple) else "timeout"
             except (OSError, ValueError, EOFError):
                 reply = None
             except BaseException:      # KeyboardInterrupt: the reply would answer the next check
@@ -226,11 +243,15 @@ def _env() -> dict:
 
 
 def crash_message(why: str, timeout: float) -> str:
-    """The one line for a checker process that timed out (``"timeout"``), died
+    """The one line for a checker process that timed out (``"timeout"``; ``"load-timeout"``:
+    while loading the cell), died
     (``"crash:<exit code>"``) or did not start."""
     if why == "timeout":
         return (f"your function did not return within {timeout:g} s (an endless loop?) — the "
                 "checker was stopped and restarted")
+    if why == "load-timeout":
+        return (f"loading your cell did not finish within {LOAD_BUDGET_S:g} s (an import that "
+                "hangs, or a machine far too busy) — the checker was stopped and restarted")
     if why.startswith("crash:"):
         code = why.split(":", 1)[1]
         try:

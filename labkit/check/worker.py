@@ -229,8 +229,12 @@ def _dropped_note(dropped: list) -> str:
 
 
 def _resolve(req: dict, cache: dict, ex, deadline: float, timeout: float):
-    """(callable or None, notes, error or None, error verdict, proxy or None)."""
+    """(callable or None, notes, error or None, error verdict, proxy or None). Loading the
+    cell (here, and in a plain-Python student's process) is labkit's time, not the student's:
+    what it took moves a proxy's deadline (the caller's timer is paused: :func:`main`)."""
     import importlib
+    import time
+    t_load = time.monotonic()
 
     from labkit.check.guard import is_dispatcher
     from labkit.check.proxy import Proxy
@@ -251,6 +255,7 @@ def _resolve(req: dict, cache: dict, ex, deadline: float, timeout: float):
         return None, [], err, "error", None
     proxy = Proxy(req, ex, deadline, timeout, inert=obj)
     perr, verdict, notes = proxy.start()
+    proxy.deadline = deadline + (time.monotonic() - t_load)
     notes = (notes + [twice] * bool(twice)) if req.get("cell", True) else []
     if perr is not None:
         proxy.close()
@@ -259,6 +264,15 @@ def _resolve(req: dict, cache: dict, ex, deadline: float, timeout: float):
 
 
 _CURRENT: dict = {}
+
+
+def _loading(started: bool) -> None:
+    """Tell the caller (:meth:`labkit.check.runner.Worker.request`) that loading the cell
+    starts or ended: its timer stops meanwhile (loading is labkit's time, with a budget of its
+    own), so the student's function gets its whole timeout."""
+    if _write_fd >= 0:
+        from labkit.check.runner import write_frame
+        write_frame(_write_fd, {"loading": bool(started)})
 
 
 def _refuse(fn_name: str, why: str) -> None:
@@ -327,7 +341,11 @@ def main() -> int:
         deadline = t0 + max(1.0, timeout - 1.5)
         sink.n = 0
         baseline.extend()
-        fn, notes, err, verdict, px = _resolve(req, cache, ex, deadline, timeout)
+        _loading(True)
+        try:
+            fn, notes, err, verdict, px = _resolve(req, cache, ex, deadline, timeout)
+        finally:
+            _loading(False)
         try:
             ch = baseline.changes()
             if ch:
