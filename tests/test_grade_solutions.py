@@ -17,8 +17,8 @@ from test_grade import require_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 _PREDICTION = {"latency"}      # graded against the clock measured beside it (tests/labs: lesson00)
-#: read from OSACA's model and compared with a measurement: `inconclusive` (a busy machine, or a
-#: core the model cannot back) is printed, not failed; any other loss fails
+#: read from OSACA's reports: `inconclusive` only where no report can be made (no OSACA, no AVX2
+#: Muła loop) — printed, not failed; any other loss fails
 _MODEL = {"loop_bound", "popcount_bound"}
 #: set by tools/hosts/matrix.py for a target where an exercise's speed effect is known not to reach
 #: its target (comma-separated exercise names): their `inconclusive` rows are printed, not failed.
