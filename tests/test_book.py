@@ -49,6 +49,62 @@ def test_student_book_stages_only_student_copies(tmp_path):
         assert f"{lab.notebook}.ipynb <student/" in index
 
 
+def test_student_book_folds_each_exercises_hints_after_it(tmp_path):
+    """Each exercise cell (grade_id ex-NAME) is followed by one markdown cell: labkit.hints'
+    tiers of NAME, in order, as nested closed <details> (tier k+1 inside tier k), text escaped;
+    the download is the student copy unchanged."""
+    import html
+    import re
+
+    from labkit import hints
+
+    book = _tool()
+    src = tmp_path / "src"
+    assert not book.stage(ROOT, src, student=True)      # no warning: every exercise has hints
+    for lab in registry.LABS:
+        page = json.loads((src / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
+        cells = page["cells"]
+        exercises = [i for i, c in enumerate(cells)
+                     if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+        assert exercises, lab.notebook
+        for i in exercises:
+            name = cells[i]["metadata"]["nbgrader"]["grade_id"].removeprefix("ex-")
+            toggle = cells[i + 1]
+            assert toggle["cell_type"] == "markdown", (lab.notebook, name)
+            assert toggle["metadata"]["labkit"]["hints"] == name
+            text = "".join(toggle["source"])
+            assert "\n\n" not in text.strip()         # one HTML block: no blank line inside
+            tiers = re.findall(r'<details class="labkit-hint" data-exercise="(\w+)" '
+                               r'data-tier="(\d+)">', text)
+            want = hints.get(name).texts
+            assert tiers == [(name, str(k)) for k in range(1, len(want) + 1)], (lab.notebook, name)
+            assert not re.search(r"<details[^>]* open", text)   # closed until opened
+            # nested: every tier's </details> comes after the last tier's opening tag
+            assert text.rstrip().endswith("</details>" * len(want))
+            bodies = re.findall(r'<div class="labkit-hint-text">(.*?)</div>', text)
+            assert [html.unescape(b) for b in bodies] == [" ".join(t.split()) for t in want]
+        hint_cells = [c for c in cells if c.get("metadata", {}).get("labkit", {}).get("hints")]
+        assert len(hint_cells) == len(exercises), lab.notebook
+        assert ((src / "student" / f"{lab.notebook}.ipynb").read_bytes()
+                == (ROOT / "notebooks" / f"{lab.notebook}.ipynb").read_bytes())
+
+
+def test_hint_toggles_escape_html_and_warn_without_hints():
+    import re
+
+    from labkit import hints
+
+    book = _tool()
+    hints.define("toy_book_ex", "a < b & c", "use `x >> 2`", "y = x >> 2")
+    text = book.hint_toggles("toy_book_ex")
+    assert "a &lt; b &amp; c" in text and "<code>x &gt;&gt; 2</code>" in text
+    assert "y = x &gt;&gt; 2" in text and not re.search(r"<(?!/?(details|summary|div|code))", text)
+    nb = {"cells": [{"cell_type": "code", "source": "raise NotImplementedError",
+                     "metadata": {"nbgrader": {"solution": True, "grade_id": "ex-no_such_ex"}}}]}
+    page, warnings = book.with_hint_toggles(nb, "x.ipynb")
+    assert page["cells"] == nb["cells"] and "no_such_ex" in warnings[0]
+
+
 def test_student_book_refuses_a_solution_in_place_of_a_student_copy(tmp_path):
     book = _tool()
     root = tmp_path / "repo"
@@ -68,6 +124,8 @@ def test_instructor_book_stages_the_executed_solutions(tmp_path):
     for lab in registry.LABS:
         page = json.loads((src / f"{lab.notebook}.ipynb").read_text(encoding="utf-8"))
         assert any(c.get("outputs") for c in page["cells"]), lab.notebook
+        assert not any("labkit-hint" in "".join(c["source"]) for c in page["cells"]), (
+            "the instructor book has the solutions: no hint toggles")
     assert "executed solution" in (src / "index.md").read_text(encoding="utf-8")
 
 

@@ -8,7 +8,10 @@ its pass verdict, a widget slider renders and moving it changes the plot or numb
 student copy of lesson 00: Run All shows the checks failing with "not implemented" and the
 hint, without a traceback. The course book (`make book`): built once per run into a temporary
 folder, opened from file:// with every other URL blocked — each lab page shows its figures, the
-landing page links every lab and student copy. Screenshots go to test-artifacts/browser/.
+landing page links every lab and student copy. The student book (`make book-student`), built
+the same way: no solution code and no outputs on any lab page, each exercise's hint tiers folded
+in closed toggles that open one tier at a time, nothing fetched from the network. Screenshots go
+to test-artifacts/browser/.
 """
 
 from __future__ import annotations
@@ -753,3 +756,181 @@ def test_book_lab_page_renders_figures(lab, book_site, book_page):
     if info["math"]:
         assert info["typeset"], f"{lab}.html: formulas not typeset by MathJax (screenshot {png})"
     assert not page.blocked, f"{lab}.html fetched from the network: {page.blocked}"
+
+
+# ------------------------------------------------------------ the student book (make book-student)
+_STUDENT_PAGE_JS = r"""
+() => {
+  const main = document.querySelector('main') || document.body;
+  // in plain view: this Chromium's innerText includes the content of a closed <details>, so
+  // walk the text nodes and keep those the browser shows (checkVisibility: no display:none,
+  // no content-visibility:hidden ancestor — a closed <details> hides its content that way)
+  const shown = el => !!el && el.checkVisibility({visibilityProperty: true});
+  const walk = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  let visible = '';
+  for (let n = walk.nextNode(); n; n = walk.nextNode())
+    if (shown(n.parentElement)) visible += n.nodeValue;
+  const hints = [...document.querySelectorAll('details.labkit-hint')].map(d => ({
+    exercise: d.dataset.exercise, tier: Number(d.dataset.tier), open: d.open,
+    summary_shown: shown(d.querySelector(':scope > summary')),
+    text_shown: shown(d.querySelector(':scope > .labkit-hint-text')),
+  }));
+  // everything but the hint toggles, hidden or not: a solution line may be nowhere else
+  const rest = main.cloneNode(true);
+  rest.querySelectorAll('details.labkit-hint').forEach(d => d.remove());
+  return {
+    title: document.title,
+    h1: [...main.querySelectorAll('h1')].map(h => h.textContent.trim()),
+    visible_text: visible,
+    text_outside_hints: rest.textContent,
+    code_cells: main.querySelectorAll('.cell_input').length,
+    outputs: main.querySelectorAll('.cell_output, .output').length,
+    hints,
+  };
+}
+"""
+
+
+def _solution_only_lines(stem: str) -> set[str]:
+    """The code lines only the solution has (as tests/test_book.py's _solution_lines takes them:
+    stripped, longer than 25 characters, in no cell of the student copy)."""
+    sol = json.loads((SRC / "solutions" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    stu = json.loads((SRC / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    theirs = {ln.strip() for c in stu["cells"] for ln in "".join(c["source"]).splitlines()}
+    return {ln.strip() for c in sol["cells"] if c["cell_type"] == "code"
+            for ln in "".join(c["source"]).splitlines()
+            if len(ln.strip()) > 25 and ln.strip() not in theirs}
+
+
+def _leaks(text: str, solution: set[str], student: set[str]) -> list[str]:
+    """The solution-only lines that ``text`` contains: a line of the page that holds one and is
+    not itself a line of the student copy (the stub keeps e.g. ``H = np.empty(…)  # comment``,
+    whose solution twin has no comment)."""
+    lines = {ln.strip() for ln in text.splitlines()} - student
+    return sorted({sol for sol in solution for ln in lines if sol in ln})
+
+
+def _student_exercises(stem: str) -> list[str]:
+    nb = json.loads((SRC / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return [c["metadata"]["nbgrader"]["grade_id"][len("ex-"):] for c in nb["cells"]
+            if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+            and c["metadata"]["nbgrader"].get("grade_id", "").startswith("ex-")]
+
+
+@pytest.fixture(scope="session")
+def student_book_site(tmp_path_factory) -> Path:
+    """The student book (`make book-student`), built once per run by tools/build_book.py's
+    build(…, student=True) into a temporary folder; the repository is not written to."""
+    try:
+        import jupyter_book  # noqa: F401
+        import myst_nb  # noqa: F401
+    except ImportError:
+        _loud_skip("jupyter-book / myst-nb are not installed; `pip install -e '.[test]'` "
+                   "(make install) provides them through the book extra")
+    spec = importlib.util.spec_from_file_location("labkit_build_book",
+                                                  ROOT / "tools" / "build_book.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    t0 = time.monotonic()
+    index = tool.build(SRC, tmp_path_factory.mktemp("book-student") / "site", student=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with open(ARTIFACTS / "timings.txt", "a", encoding="utf-8") as f:
+        f.write(f"{time.strftime('%H:%M:%S')} {'student book build':<24} {'':<20} "
+                f"{time.monotonic() - t0:6.1f} s\n")
+    return index.parent
+
+
+def _offline(url: str) -> bool:
+    """A URL that does not leave the machine: a file, inline data, or this host's loopback."""
+    if url.startswith(("file:", "data:", "blob:", "about:")):
+        return True
+    return bool(re.match(r"^(https?|wss?)://127\.0\.0\.1(:\d+)?(/|$)", url))
+
+
+@pytest.mark.full
+def test_student_book_landing_page_links_every_lab(student_book_site, book_page):
+    """build/book-student/index.html: every lab's page and its student copy's download; it
+    speaks of student copies, never of executed solutions; nothing fetched from the network."""
+    from labkit import registry
+
+    page = book_page
+    page.blocked.clear()
+    page.goto((student_book_site / "index.html").as_uri(), wait_until="load")
+    info = page.evaluate(_BOOK_PAGE_JS)
+    text = page.inner_text("main")
+    _shot(page, "student-book-index")
+    assert "student copies" in text and "executed solution" not in text.lower()
+    for lab in registry.LABS:
+        assert any(h.split("#")[0] == f"{lab.notebook}.html" for h in info["links"]), (
+            f"student book's landing page has no link to {lab.notebook}: {info['links']}")
+        assert any(h.endswith(f"/{lab.notebook}.ipynb") for h in info["downloads"]), (
+            f"student book's landing page has no download of {lab.notebook}.ipynb")
+    assert not [u for u in page.blocked if not _offline(u)], (
+        f"the student book's landing page fetched from the network: {page.blocked}")
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("lab", [l.notebook for l in __import__("labkit.registry").registry.LABS])
+def test_student_book_page_hides_answers_and_folds_hints(lab, student_book_site, book_page):
+    """A lab's page in the student book: it renders (its heading, every code cell of the student
+    copy); no line of solution code anywhere outside the hint toggles, none in plain view with
+    the toggles closed; no cell output; each exercise's hint tiers (labkit.hints) present,
+    closed, nested — clicking tier k opens it and shows tier k+1's toggle, still closed; no
+    request leaves the machine."""
+    from labkit import hints
+
+    page = book_page
+    page.blocked.clear()
+    page.goto((student_book_site / f"{lab}.html").as_uri(), wait_until="load")
+    info = page.evaluate(_STUDENT_PAGE_JS)
+    png = _shot(page, f"student-book-{lab}")
+
+    stu = json.loads((SRC / "notebooks" / f"{lab}.ipynb").read_text(encoding="utf-8"))
+    code_cells = sum(c["cell_type"] == "code" for c in stu["cells"])
+    assert info["h1"], f"{lab}.html has no heading (screenshot {png})"
+    assert info["code_cells"] >= code_cells, (
+        f"{lab}.html shows {info['code_cells']} code cells, the student copy has {code_cells}")
+
+    solution = _solution_only_lines(lab)
+    assert solution, f"solutions/{lab}.ipynb has no solution-only line: the check would be empty"
+    theirs = {ln.strip() for c in stu["cells"] for ln in "".join(c["source"]).splitlines()}
+    in_view = _leaks(info["visible_text"], solution, theirs)
+    assert not in_view, f"{lab}.html shows solution code (screenshot {png}): {in_view[:3]}"
+    hidden = _leaks(info["text_outside_hints"], solution, theirs)
+    assert not hidden, f"{lab}.html carries solution code outside the hint toggles: {hidden[:3]}"
+    assert info["outputs"] == 0, f"{lab}.html has {info['outputs']} cell outputs (screenshot {png})"
+
+    exercises = _student_exercises(lab)
+    assert exercises, f"notebooks/{lab}.ipynb has no exercise cell"
+    want = sorted((ex, k) for ex in exercises for k in range(1, hints.tiers(ex) + 1))
+    got = sorted((h["exercise"], h["tier"]) for h in info["hints"])
+    assert got == want, f"{lab}.html: hint toggles {got}, labkit.hints has {want}"
+    for h in info["hints"]:
+        assert not h["open"] and not h["text_shown"], f"{lab}.html: a hint is open on load: {h}"
+        assert h["summary_shown"] == (h["tier"] == 1), (
+            f"{lab}.html: only each exercise's first tier may be offered before it is opened: {h}")
+
+    state = ("(key) => { const d = document.querySelector("
+             "`details.labkit-hint[data-exercise='${key[0]}'][data-tier='${key[1]}']`);"
+             " const shown = el => el.checkVisibility({visibilityProperty: true});"
+             " return {open: d.open, text: shown(d.querySelector(':scope > .labkit-hint-text')),"
+             " body: d.querySelector(':scope > .labkit-hint-text').textContent}; }")
+    for ex in exercises:
+        n = hints.tiers(ex)
+        for k in range(1, n + 1):
+            sel = f"details.labkit-hint[data-exercise='{ex}'][data-tier='{k}'] > summary"
+            page.locator(sel).scroll_into_view_if_needed()
+            page.locator(sel).click()
+            now = page.evaluate(state, [ex, k])
+            assert now["open"] and now["text"], f"{lab}.html: {ex} hint {k} did not open on click"
+            text = " ".join(hints.get(ex).texts[k - 1].replace("`", "").split())
+            assert text == " ".join(now["body"].split()), f"{lab}.html: {ex} hint {k}'s text"
+            if k < n:
+                after = page.evaluate(state, [ex, k + 1])
+                assert not after["open"] and not after["text"], (
+                    f"{lab}.html: opening {ex} hint {k} also showed hint {k + 1}")
+                assert page.locator(f"details.labkit-hint[data-exercise='{ex}']"
+                                    f"[data-tier='{k + 1}'] > summary").is_visible()
+    _shot(page, f"student-book-{lab}-hints-open")
+    assert not [u for u in page.blocked if not _offline(u)], (
+        f"{lab}.html fetched from the network: {page.blocked}")

@@ -13,12 +13,19 @@ A solution whose stamp is stale (``labkit solutions --check``) is built anyway, 
 ``--student`` (``make book-student``, default out ``build/book-student``) builds the site a course
 can publish during term: its pages are the **student copies** (``labkit release``: solution
 regions stubbed, hidden tests removed, no outputs — so no answer and no computed prose of a
-solved run), with the same downloads; no ``solutions/`` file is read.
+solved run), with the same downloads; no ``solutions/`` file is read. After each exercise cell
+(nbgrader ``grade_id`` ``ex-NAME``) the page gets a markdown cell of **hint toggles**: the tiers
+of ``labkit.hints.get(NAME)`` (concept, approach, near-code — what ``hints.next`` shows in a live
+kernel) as nested, closed ``<details class="labkit-hint">``, so a reader opens one tier at a time
+and the near-code tier is never in plain view. Only the page gets them: the downloadable student
+copy is ``notebooks/NN_name.ipynb`` byte for byte. The instructor book has no toggles.
 """
 from __future__ import annotations
 
 import argparse
+import html
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -29,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "docs" / "book" / "_config.yml"
 sys.path.insert(0, str(ROOT))
 
-from labkit import registry  # noqa: E402
+from labkit import hints, registry  # noqa: E402
 from labkit.notebooks import stale  # noqa: E402
 
 STUDENT_INTRO = """\
@@ -38,9 +45,10 @@ STUDENT_INTRO = """\
 Hands-on labs in CPU performance engineering: each one measures a baseline, looks inside what
 numba compiled (LLVM IR, assembly, vectoriser remarks), changes the data layout or the loop, and
 measures again. These pages are the **student copies**: the lessons and exercises, without
-outputs — the numbers are yours to measure. Download a lab's notebook and run it in JupyterLab
-(`make lab` in the repository); each check tells you what is missing and offers hints one tier
-at a time.
+outputs — the numbers are yours to measure. Under each exercise, its hints are folded away one
+tier at a time (the concept, then the approach, then near-code): open the next one only when you
+are stuck. Download a lab's notebook and run it in JupyterLab (`make lab` in the repository);
+each check tells you what is missing and offers the same hints there (`hints.next("name")`).
 
 | Lab | Topic | Lesson | Notebook |
 | --- | --- | --- | --- |
@@ -75,9 +83,63 @@ def _mathjax_static() -> Path | None:
     return static if (static / "MathJax.js").exists() else None
 
 
-def _stage_student(root: Path, src: Path) -> tuple[list[str], list[str]]:
-    """The student book's pages: each lab's student copy (page and download); no solution."""
-    rows, chapters = [], []
+HINT_CLASS = "labkit-hint"
+
+
+def _inline(text: str) -> str:
+    """A hint's text as HTML: escaped, `code` spans kept as code, on one line (a blank line would
+    end the markdown cell's HTML block)."""
+    parts = html.escape(" ".join(text.split()), quote=False).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def hint_toggles(exercise: str) -> str:
+    """The markdown source of ``exercise``'s hint tiers (from :mod:`labkit.hints`) as nested,
+    closed ``<details>``: tier k+1's toggle is inside tier k's, so each opens only after the one
+    before. KeyError when the exercise defines no hints."""
+    h = hints.get(exercise)
+    n = len(h.texts)
+    out = []
+    for k, text in enumerate(h.texts, start=1):
+        name = hints.TIER_NAMES[k - 1] if k <= len(hints.TIER_NAMES) else f"tier {k}"
+        out.append(f'<details class="{HINT_CLASS}" data-exercise="{exercise}" data-tier="{k}">'
+                   f"<summary>Hint {k} of {n}: {name}</summary>"
+                   f'<div class="{HINT_CLASS}-text">{_inline(text)}</div>')
+    return "".join(out) + "</details>" * n + "\n"
+
+
+def _exercise(cell: dict) -> str | None:
+    """NAME of an exercise cell (nbgrader solution cell, grade_id ``ex-NAME``), else None."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    gid = meta.get("grade_id") or ""
+    m = re.fullmatch(r"ex-(\w+)", gid)
+    return m.group(1) if meta.get("solution") and cell.get("cell_type") == "code" and m else None
+
+
+def with_hint_toggles(nb: dict, where: str) -> tuple[dict, list[str]]:
+    """``nb`` with a hint-toggles markdown cell after each exercise cell; warnings for an
+    exercise without hints (its page shows the stub's `# Hint:` line only)."""
+    cells, warnings = [], []
+    for cell in nb.get("cells", []):
+        cells.append(cell)
+        name = _exercise(cell)
+        if name is None:
+            continue
+        try:
+            source = hint_toggles(name)
+        except KeyError:
+            warnings.append(f"{where}: exercise {name!r} has no labkit.hints "
+                            "(hints.define in its lab's checks.py); no hint toggles")
+            continue
+        cells.append({"cell_type": "markdown", "id": f"hints-{name}"[:64],
+                      "metadata": {"labkit": {"hints": name}}, "source": source})
+    return {**nb, "cells": cells}, warnings
+
+
+def _stage_student(root: Path, src: Path) -> tuple[list[str], list[str], list[str]]:
+    """The student book's pages: each lab's student copy (page and download) with its hint
+    toggles; no solution."""
+    rows, chapters, warnings = [], [], []
     for lab in registry.LABS:
         student = root / "notebooks" / f"{lab.notebook}.ipynb"
         if not student.exists():
@@ -91,13 +153,15 @@ def _stage_student(root: Path, src: Path) -> tuple[list[str], list[str]]:
         if any(c.get("outputs") for c in nb.get("cells", [])):
             raise SystemExit(f"build_book: {student.relative_to(root)} has outputs; "
                              "run `make notebooks` (the student book shows none)")
-        (src / student.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False),
+        page, why = with_hint_toggles(nb, str(student.relative_to(root)))
+        warnings += why
+        (src / student.name).write_text(json.dumps(page, indent=1, ensure_ascii=False),
                                         encoding="utf-8")
         shutil.copy2(student, src / "student" / student.name)
         rows.append(f"| {lab.number:02d} | {lab.title} | {{doc}}`{lab.notebook}` | "
                     f"{{download}}`{student.name} <student/{student.name}>` |")
         chapters.append(lab.notebook)
-    return rows, chapters
+    return rows, chapters, warnings
 
 
 def stage(root: Path, src: Path, *, student: bool = False) -> list[str]:
@@ -115,7 +179,8 @@ def stage(root: Path, src: Path, *, student: bool = False) -> list[str]:
                '  extra_footer: "Student copies: the lessons and exercises, no solutions, no outputs."'
                for ln in cfg]
         (src / "_config.yml").write_text("\n".join(cfg) + "\n", encoding="utf-8")
-        rows, chapters = _stage_student(root, src)
+        rows, chapters, why = _stage_student(root, src)
+        warnings += why
     for lab in (() if student else registry.LABS):
         solution = root / "solutions" / f"{lab.notebook}.ipynb"
         copy = root / "notebooks" / f"{lab.notebook}.ipynb"
