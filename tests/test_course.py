@@ -238,6 +238,126 @@ def test_detail_late_column_and_time_source(graded):
     assert d["1001", "lab2"]["status"] == "on time"
 
 
+LATE_COPIES = """
+[course]
+timezone = "UTC"
+[roster]
+folder = "login"
+[[students]]
+id = "1001"
+login = "ada"
+[[assignments]]
+name = "lab1"
+labs = ["01_alignment"]
+due = 2026-10-16T21:59:00
+"""
+
+
+def _two_copies(tmp_path: Path, late_ts: str, first=(2, 2, 1, 0), second=(2, 2, 2, 1)):
+    """ada's folder with two copies of lab 01 (each with its own timestamp.txt): on time
+    ``first`` (5/7), handed in again at ``late_ts`` with ``second`` (7/7); the rows grade()
+    returns — its _dedupe, by points alone, set the on-time copy aside."""
+    from labkit.grade.run import _dedupe
+    sub = tmp_path / "submitted"
+    _ts(sub / "ada" / "on-time", "2026-10-16 20:00:00.000000 UTC")
+    _nb(sub / "ada" / "on-time" / "01_alignment.ipynb")
+    _ts(sub / "ada" / "again", late_ts)
+    _nb(sub / "ada" / "again" / "01_alignment.ipynb")
+    rows = [_row("ada", "ada/on-time/01_alignment.ipynb", "01_alignment", list(first)),
+            _row("ada", "ada/again/01_alignment.ipynb", "01_alignment", list(second))]
+    _dedupe(rows)
+    return sub, rows
+
+
+@pytest.mark.parametrize("policy, late_ts, score, counts, days", [
+    # zero: the late 7/7 scores 0, the on-time 5/7 scores 5
+    ('late = "zero"', "2026-10-17 20:00:00.000000 UTC", 5, "on-time", 0),
+    # per-day, one day late: 7 − 0.1 × 7 = 6.3 beats the on-time 5
+    ('late = "per-day"\npenalty_per_day = 0.1', "2026-10-17 20:00:00.000000 UTC", 6.3, "again",
+     1),
+    # per-day, three days late: 7 − 3 × 0.7 = 4.9 loses to the on-time 5
+    ('late = "per-day"\npenalty_per_day = 0.1', "2026-10-19 20:00:00.000000 UTC", 5, "on-time",
+     0),
+    # per-day, beyond max_days_late: 0, the on-time copy counts
+    ('late = "per-day"\npenalty_per_day = 0.1\nmax_days_late = 2',
+     "2026-10-19 20:00:00.000000 UTC", 5, "on-time", 0),
+    # none: no penalty, 7 beats 5 though late (its lateness recorded)
+    ('late = "none"', "2026-10-17 20:00:00.000000 UTC", 7, "again", 1),
+])
+def test_late_copy_counts_only_when_it_scores_more_after_the_penalty(tmp_path, policy, late_ts,
+                                                                      score, counts, days):
+    """Two copies of one lab, an on-time 5/7 and a late 7/7: the copy that counts is the one
+    with the student's best score *after* the late penalty (grade() chose by points alone, so
+    the late copy first); grades.csv and the JSON agree with the gradebook."""
+    sub, rows = _two_copies(tmp_path, late_ts)
+    assert rows[0]["status"] == "duplicate"            # grade()'s choice, by raw points
+    (tmp_path / "course.toml").write_text(LATE_COPIES + policy + "\n")
+    course = C.load_course(tmp_path / "course.toml")
+    book = C.build_gradebook(course, rows, sub, {"01_alignment": 7.0})
+    g = book["students"][0]["assignments"]["lab1"]
+    assert g["score"] == score and g["days_late"] == days, g
+    assert g["notebooks"] == [f"ada/{counts}/01_alignment.ipynb"], g
+    assert g["status"] == ("late" if days else "on time")
+    assert "2 copies from this student" in " ".join(g["notes"])
+    # results re-marked: the counted copy is the gradebook's, the other one set aside
+    by = {r["notebook"].split("/")[1]: r for r in rows}
+    other = "again" if counts == "on-time" else "on-time"
+    assert by[counts]["status"] == "graded" and by[other]["status"] == "duplicate"
+    assert by[other]["duplicate_of"] == f"ada/{counts}/01_alignment.ipynb"
+    flags = by[counts]["flags"][""]
+    assert len(flags) == 1 and "after the late penalty" in flags[0], flags
+    assert not by[other]["flags"].get("")                 # grade()'s flag went with its choice
+    # the command: grades.csv counts the same copy
+    out = tmp_path / "out"
+    mp = pytest.MonkeyPatch()
+    mp.setattr(grade_cli, "grade", lambda folder, **kw: json.loads(json.dumps(rows)))
+    mp.setattr(C, "lab_max_points", lambda course, solutions=None: {"01_alignment": 7.0})
+    try:
+        assert labkit_main(["grade", "--course", str(tmp_path / "course.toml"), str(sub),
+                            "--out", str(out / "grades.csv"), "--json", str(out / "g.json"),
+                            "--no-progress", "--no-cache"]) == 0
+    finally:
+        mp.undo()
+    assert {r[1] for r in _read(out / "grades.csv")[1:]} == {f"ada/{counts}/01_alignment.ipynb"}
+    assert _read(out / "gradebook.csv")[1][-1] == f"{score:g}"
+    doc = json.loads((out / "g.json").read_text())
+    assert {r["notebook"]: r["status"] for r in doc["submissions"]} == {
+        f"ada/{counts}/01_alignment.ipynb": "graded", f"ada/{other}/01_alignment.ipynb": "duplicate"}
+
+
+def test_equal_scores_after_the_penalty_count_the_earlier_copy(tmp_path):
+    """Ties go to the earlier submission: two 7/7 copies under `none` (no penalty), and under
+    `zero` an on-time 0/7 against a late 7/7 (both 0)."""
+    for policy, first in (('late = "none"', (2, 2, 2, 1)), ('late = "zero"', (0, 0, 0, 0))):
+        d = tmp_path / policy.split('"')[1]
+        sub, rows = _two_copies(d, "2026-10-17 20:00:00.000000 UTC", first=first)
+        (d / "course.toml").write_text(LATE_COPIES + policy + "\n")
+        book = C.build_gradebook(C.load_course(d / "course.toml"), rows, sub,
+                                 {"01_alignment": 7.0})
+        g = book["students"][0]["assignments"]["lab1"]
+        assert g["notebooks"] == ["ada/on-time/01_alignment.ipynb"], (policy, g)
+        assert g["status"] == "on time" and g["days_late"] == 0, (policy, g)
+
+
+def test_late_lab_left_out_of_a_two_lab_assignment_when_that_scores_more(tmp_path):
+    """An assignment of two labs takes the latest of its notebooks' times: under `zero`, a
+    late second lab would zero the on-time first one, so it is left out (partial, not 0)."""
+    sub = tmp_path / "submitted"
+    _ts(sub / "ada" / "a", "2026-10-16 20:00:00.000000 UTC")
+    _nb(sub / "ada" / "a" / "01_alignment.ipynb")
+    _ts(sub / "ada" / "b", "2026-10-18 20:00:00.000000 UTC")
+    _nb(sub / "ada" / "b" / "02_bspline.ipynb")
+    rows = [_row("ada", "ada/a/01_alignment.ipynb", "01_alignment", [2, 2, 1, 0]),
+            _row("ada", "ada/b/02_bspline.ipynb", "02_bspline", [2, 1, 1, 2, 2])]
+    (tmp_path / "course.toml").write_text(LATE_COPIES.replace(
+        'labs = ["01_alignment"]', 'labs = ["01_alignment", "02_bspline"]') + 'late = "zero"\n')
+    book = C.build_gradebook(C.load_course(tmp_path / "course.toml"), rows, sub,
+                             {"01_alignment": 7.0, "02_bspline": 8.0})
+    g = book["students"][0]["assignments"]["lab1"]
+    assert (g["score"], g["status"], g["notebooks"]) == (5, "partial", ["ada/a/01_alignment.ipynb"])
+    assert any("02_bspline" in n and "left out" in n for n in g["notes"]), g["notes"]
+
+
 def test_unknown_folder_listed_not_counted(graded, capsys):
     assert _read(graded / "gradebook-unknown.csv")[1:] == [
         ["dee_backup", "dee_backup/01_alignment.ipynb",

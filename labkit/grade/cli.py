@@ -195,6 +195,9 @@ def write_outputs(results: list[dict], a, course=None, json_writer=None) -> int:
     the exit code (3: tampering)."""
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if course is not None:      # the copy that counts: the best after the late penalty, so
+        from .course import choose_copies       # grades.csv and the pages agree with it
+        choose_copies(course, results, a.dir)
     write_csv(results, out)
     wide = Path(a.wide) if a.wide else out.with_name(out.stem + "-wide.csv")
     write_wide_csv(results, wide)

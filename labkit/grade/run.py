@@ -408,23 +408,51 @@ def _seed_id(seed) -> str:
     return hashlib.sha256(f"labkit-grade-seed\0{seed}".encode()).hexdigest()[:16]
 
 
-def _dedupe(results: list[dict]) -> None:
-    """Several copies of one lab from one student: the best-scoring copy counts, flagged; the
-    others get status ``duplicate`` (kept in the JSON, left out of the CSVs)."""
+def _points(r: dict) -> float:
+    return sum(float(e["points"]) for e in r["exercises"])
+
+
+def _undo_dedupe(results: list[dict]) -> None:
+    """Every copy :func:`_dedupe` set aside back to its own status, its flag removed (a
+    ``duplicate`` without ``duplicate_status`` — an older run's JSON — stays set aside)."""
+    for r in results:
+        if r.get("status") == "duplicate" and "duplicate_status" in r:
+            r["status"] = r.pop("duplicate_status")
+            r.pop("duplicate_of", None)
+        note = r.pop("copies_flag", None)
+        kept = r.get("flags", {}).get("", [])
+        if note in kept:
+            kept.remove(note)
+            if not kept:
+                del r["flags"][""]
+
+
+def _dedupe(results: list[dict], key=None, why: str = "best score") -> None:
+    """Several copies of one lab from one student: one copy counts, flagged; the others get
+    status ``duplicate`` (kept in the JSON with their own status in ``duplicate_status``, left
+    out of the CSVs). ``key(r)``: what the counting copy maximises (the first of equal ones
+    counts); default its points, then a graded copy, then the shorter file name. ``why`` names
+    it in the flag. Called again (``labkit grade --course`` chooses after the late penalty,
+    :func:`labkit.grade.course.choose_copies`), it first undoes its earlier choice."""
+    _undo_dedupe(results)
     groups: dict[tuple, list[dict]] = {}
     for r in results:
-        if r.get("canonical") and r.get("status") not in ("unreadable", "unmatched", REFUSED):
+        if r.get("canonical") and r.get("status") not in ("unreadable", "unmatched", REFUSED,
+                                                          "duplicate"):
             groups.setdefault((r["student"], r["canonical"]), []).append(r)
+    if key is None:
+        key = lambda r: (_points(r), r.get("status") == "graded", -len(r["notebook"]))  # noqa: E731
     for (_, lab), rs in groups.items():
         if len(rs) < 2:
             continue
-        total = lambda r: sum(float(e["points"]) for e in r["exercises"])  # noqa: E731
-        best = max(rs, key=lambda r: (total(r), r.get("status") == "graded", -len(r["notebook"])))
+        best = max(rs, key=key)
         others = [r for r in rs if r is not best]
-        best.setdefault("flags", {}).setdefault("", []).append(
-            f"{len(rs)} copies of {lab}: {best['notebook']} counts (best score); also "
-            + ", ".join(f"{r['notebook']} ({total(r):g} pt)" for r in others))
+        flag = (f"{len(rs)} copies of {lab}: {best['notebook']} counts ({why}); also "
+                + ", ".join(f"{r['notebook']} ({_points(r):g} pt)" for r in others))
+        best.setdefault("flags", {}).setdefault("", []).append(flag)
+        best["copies_flag"] = flag
         for r in others:
+            r["duplicate_status"] = r["status"]
             r["status"] = "duplicate"
             r["duplicate_of"] = best["notebook"]
 
