@@ -76,12 +76,20 @@ solutions: install
 notebooks: install
 	$(BIN)/labkit release
 
+# The instructor targets (book, book-student, grade, nbgrader) use the installed venv as it is:
+# they never install into it (a course's venv stays what it was when term started) and stop
+# with a message when there is none
+NEED_VENV = @test -x $(BIN)/python || { echo "make $@: no $(BIN)/python here: run make install first" >&2; exit 1; }
+
 # static course website of the executed solutions (offline) -> build/book/index.html
-book: install
+book:
+	$(NEED_VENV)
 	$(BIN)/python tools/build_book.py
 
-# the student book: the student copies only (no solutions, no outputs) -> build/book-student/
-book-student: install
+# the student book: the student copies only (no solutions, no outputs; each exercise's hints in
+# closed toggles, one tier at a time) -> build/book-student/
+book-student:
+	$(NEED_VENV)
 	$(BIN)/python tools/build_book.py --student
 
 # every lab's benchmark; the targets' table replaces the one in README.md (between its markers;
@@ -90,15 +98,28 @@ BENCH_MD ?= README.md
 bench: install
 	$(BIN)/labkit bench all $(if $(BENCH_MD),--markdown $(BENCH_MD))
 
-# grades/grades.csv (+ grades-wide.csv, grades.json, feedback/, report.html), each submission
-# in a bubblewrap sandbox (Debian: bubblewrap + util-linux; installed here when root)
-grade: install
+# $(OUT)/grades.csv (+ grades-wide.csv, grades.json, feedback/, report.html, the result cache
+# .labkit-grade-cache/), each submission in a bubblewrap sandbox (Debian: bubblewrap +
+# util-linux; installed here when root). OUT defaults to grades/ (ignored by git); give a folder
+# outside the checkout for a course: make grade DIR=~/course/submitted OUT=~/course/grades
+# GRADE_ARGS="--course ~/course/course.toml" (docs/course.md)
+OUT     ?= grades
+GRADE_ARGS ?=
+grade:
+	$(NEED_VENV)
 	$(BIN)/python -m labkit.grade.sandbox --ensure
-	$(BIN)/labkit grade $(DIR) --out grades/grades.csv --json grades/grades.json
+	$(BIN)/labkit grade $(DIR) --out $(OUT)/grades.csv --json $(OUT)/grades.json $(GRADE_ARGS)
 
-# nbgrader with the venv's tools on PATH (it runs `alembic` by name): make nbgrader ARGS="autograde lab"
-nbgrader: install
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/nbgrader $(ARGS)
+# nbgrader with the venv's tools on PATH (it runs `alembic` by name), run in the nbgrader course
+# folder COURSE (its nbgrader_config.py, gradebook.db, source/, release/, submitted/, …), which
+# must exist and lie outside this checkout: make nbgrader COURSE=~/course ARGS="autograde lab1"
+COURSE  ?=
+nbgrader:
+	$(NEED_VENV)
+	@test -n "$(COURSE)" || { echo "make nbgrader: name the nbgrader course folder (outside this checkout): make nbgrader COURSE=~/course ARGS=\"autograde lab1\"" >&2; exit 1; }
+	@test -d "$(COURSE)" || { echo "make nbgrader: COURSE=$(COURSE) is not a folder; create it (mkdir -p $(COURSE)) or name the course folder you have" >&2; exit 1; }
+	@c=$$(cd "$(COURSE)" && pwd -P); r=$$(pwd -P); case "$$c/" in "$$r/"*) echo "make nbgrader: COURSE=$(COURSE) is this checkout or a folder in it; nbgrader would write its course state (gradebook.db, source/, release/, submitted/, …) into the checkout — give a course folder outside it" >&2; exit 1;; esac
+	cd "$(COURSE)" && PATH="$(CURDIR)/$(BIN):$$PATH" "$(CURDIR)/$(BIN)/nbgrader" $(ARGS)
 
 doctor: install
 	$(BIN)/labkit doctor

@@ -847,7 +847,7 @@ def _offline(url: str) -> bool:
     return bool(re.match(r"^(https?|wss?)://127\.0\.0\.1(:\d+)?(/|$)", url))
 
 
-@pytest.mark.full
+@pytest.mark.full       # default tier: test_book.py::test_student_book_stages_only_student_copies
 def test_student_book_landing_page_links_every_lab(student_book_site, book_page):
     """build/book-student/index.html: every lab's page and its student copy's download; it
     speaks of student copies, never of executed solutions; nothing fetched from the network."""
@@ -869,7 +869,8 @@ def test_student_book_landing_page_links_every_lab(student_book_site, book_page)
         f"the student book's landing page fetched from the network: {page.blocked}")
 
 
-@pytest.mark.full
+@pytest.mark.full       # default tier: test_book.py's staging tests (no solution line, no
+#                         output, each exercise's hint tiers folded after it)
 @pytest.mark.parametrize("lab", [l.notebook for l in __import__("labkit.registry").registry.LABS])
 def test_student_book_page_hides_answers_and_folds_hints(lab, student_book_site, book_page):
     """A lab's page in the student book: it renders (its heading, every code cell of the student

@@ -12,7 +12,9 @@ import csv
 import datetime as dt
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 import tomllib
 import zipfile
@@ -823,3 +825,48 @@ def test_gradescope_export_folders_map_to_the_roster(tmp_path):
     (sub / "submission_metadata.yml").write_text("submission_1: [1, 2]\n")
     with pytest.raises(C.CourseError, match="submission_1"):
         C.build_gradebook(course, rows, sub, LAB_MAX)
+
+
+def test_makefile_instructor_targets_never_install_and_keep_course_state_out(tmp_path):
+    """make book / book-student / grade / nbgrader use the venv as it is (no install step, a
+    clear message without one); make nbgrader runs in COURSE, refused when that is the checkout
+    or inside it; make grade writes into OUT. Run on a copy of the Makefile with a fake venv
+    whose programs only say how they were called."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("no make on this machine")
+    repo, course = tmp_path / "repo", tmp_path / "course"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / "sub").mkdir()
+    course.mkdir()
+    shutil.copy(ROOT / "Makefile", repo / "Makefile")
+    (repo / "pyproject.toml").write_text("")          # newer than any stamp: install would run
+    for tool in ("python", "nbgrader", "labkit"):
+        f = repo / ".venv" / "bin" / tool
+        f.write_text(f'#!/bin/sh\necho "RAN {tool} $* IN $(pwd)"\n')
+        f.chmod(0o755)
+
+    def run(*args):
+        p = subprocess.run([make, "--no-print-directory", *args], cwd=repo, text=True,
+                           capture_output=True, timeout=60)
+        return p.returncode, p.stdout + p.stderr
+
+    for target in ("book", "book-student", "grade"):
+        rc, out = run("-n", target)
+        assert rc == 0 and "pip install" not in out and ".installed" not in out, out
+    rc, out = run("nbgrader", f"COURSE={course}", "ARGS=autograde lab1")
+    assert rc == 0 and f"RAN nbgrader autograde lab1 IN {course.resolve()}" in out, out
+    assert "pip" not in out
+    for bad in (".", "sub", str(repo / "sub" / "..")):
+        rc, out = run("nbgrader", f"COURSE={bad}", "ARGS=autograde lab1")
+        assert rc != 0 and "is this checkout or a folder in it" in out and "RAN" not in out, out
+    rc, out = run("nbgrader", "ARGS=autograde lab1")
+    assert rc != 0 and "name the nbgrader course folder" in out and "RAN" not in out, out
+    rc, out = run("grade", "DIR=subs", f"OUT={course / 'grades'}")
+    assert rc == 0 and f"--out {course / 'grades'}/grades.csv" in out, out
+    (repo / ".venv" / "bin" / "python").unlink()
+    for target in ("book", "book-student", "grade", "nbgrader"):
+        rc, out = run(target, f"COURSE={course}")
+        assert rc != 0 and "run make install first" in out and "RAN" not in out, out
+    assert sorted(p.name for p in repo.iterdir()) == [".venv", "Makefile", "pyproject.toml",
+                                                      "sub"]     # nothing written in the checkout
