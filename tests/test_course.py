@@ -324,7 +324,8 @@ def test_late_copy_counts_only_when_it_scores_more_after_the_penalty(tmp_path, p
     assert _read(out / "gradebook.csv")[1][-1] == f"{score:g}"
     doc = json.loads((out / "g.json").read_text())
     assert {r["notebook"]: r["status"] for r in doc["submissions"]} == {
-        f"ada/{counts}/01_alignment.ipynb": "graded", f"ada/{other}/01_alignment.ipynb": "duplicate"}
+        f"ada/{counts}/01_alignment.ipynb": "graded",
+        f"ada/{other}/01_alignment.ipynb": "duplicate"}
 
 
 def test_equal_scores_after_the_penalty_count_the_earlier_copy(tmp_path):
