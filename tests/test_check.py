@@ -185,6 +185,33 @@ def test_speed_gate_reports_under_ci_and_fails_when_enforced(monkeypatch):
     assert not check._t_speed(_slow_sum).passed
 
 
+def _sum_same_speed(x):           # 0.96× the loop's speed: reads 1.0×
+    _TICKS[0] += 1e-2 / 0.96
+    return x.sum()
+
+
+def _sum_half_speed(x):
+    _TICKS[0] += 2e-2
+    return x.sum()
+
+
+def test_speed_messages_pair_each_direction_word_with_a_ratio_that_fits_it(monkeypatch):
+    """Issue 41: "1.0× slower" is gone — a ratio reading 1.0× is the same speed (its number
+    shown), "slower" comes with the ratio below 1 and an interval below 1×."""
+    from labkit.check import speed
+    monkeypatch.setattr(speed, "_clock", lambda: _TICKS[0])
+    monkeypatch.setenv("LABKIT_SPEED", "enforce")
+    r = check._t_speed(_sum_same_speed)
+    assert r.verdict == "no change", str(r)
+    assert "the same speed as the loop (0.96×)" in r.message, r.message
+    assert "slower" not in r.message and "faster" not in r.message, r.message
+    r = check._t_speed(_sum_half_speed)
+    assert r.verdict == "slower", str(r)
+    assert "slower than the loop: 0.50× its speed (interval [0.50, 0.50]×" in r.message, r.message
+    r = check._t_speed(_fast_sum)
+    assert r.passed and "10.00× faster than the loop" in r.message, r.message
+
+
 @njit
 def _honest_colsum(a):
     n, m = a.shape

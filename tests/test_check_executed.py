@@ -219,6 +219,272 @@ def test_block4x4_register_block_in_a_dead_helper_call_fails_the_block_gate():
     assert r.passed, str(r)
 
 
+# ------------------------------------------------------------------ lab 01: int16_lanes
+@njit
+def align_int16_dead(seqs1T, seqs2T, scoring):
+    """The int16 lane loop (vectorised: it satisfies the width and int16-maxima gates) runs
+    only for a row whose first code is 255 (the codes are 0–4): never. The lane loop that runs
+    keeps numba's int64 arithmetic (max(), int16 + int16), one pair at a time."""
+    L1, n = seqs1T.shape
+    L2 = seqs2T.shape[0]
+    mt, mm = scoring.match, scoring.mismatch
+    go, ge = scoring.gap_open, scoring.gap_extend
+    H = np.empty((L1 + 1, n), np.int16)
+    E = np.empty((L1 + 1, n), np.int16)
+    diag = np.empty(n, np.int16)
+    F = np.empty(n, np.int16)
+    for i in range(L1 + 1):
+        for k in range(n):
+            H[i, k] = 0 if i == 0 else go + (i - 1) * ge
+            E[i, k] = H[i, k] + go
+    for j in range(L2):
+        b = seqs2T[j]
+        for k in range(n):
+            diag[k] = H[0, k]
+            H[0, k] = E[0, k]
+            F[k] = E[0, k] + go
+            E[0, k] += ge
+        for i in range(1, L1 + 1):
+            a = seqs1T[i - 1]
+            if a[0] == 255:
+                Hi = H[i]                               # the dead int16 lane loop
+                Ei = E[i]
+                for k in range(n):
+                    best = np.int16(diag[k] + (mt if a[k] == b[k] else mm))
+                    f = F[k]
+                    e = Ei[k]
+                    best = best if best > f else f
+                    best = best if best > e else e
+                    diag[k] = Hi[k]
+                    Hi[k] = best
+                    opened = np.int16(best + go)
+                    f = np.int16(f + ge)
+                    e = np.int16(e + ge)
+                    F[k] = f if f > opened else opened
+                    Ei[k] = e if e > opened else opened
+            else:
+                for k in range(n):                      # what runs: int64, one pair at a time
+                    best = diag[k] + (mt if a[k] == b[k] else mm)
+                    best = max(best, F[k])
+                    best = max(best, E[i, k])
+                    diag[k] = H[i, k]
+                    H[i, k] = best
+                    best += go
+                    F[k] = max(F[k] + ge, best)
+                    E[i, k] = max(E[i, k] + ge, best)
+                    if best > 32000:                    # an exit the vectoriser cannot take
+                        break
+    out = np.empty(n, np.int32)
+    for k in range(n):
+        out[k] = H[L1, k]
+    return out
+
+
+@njit
+def align_int64_wide(seqs1T, seqs2T, scoring):
+    """An int64 kernel (numba's widening kept): the honest student's fallback below."""
+    L1, n = seqs1T.shape
+    L2 = seqs2T.shape[0]
+    H = np.zeros((L1 + 1, n), np.int64)
+    E = np.zeros((L1 + 1, n), np.int64)
+    diag = np.zeros(n, np.int64)
+    F = np.zeros(n, np.int64)
+    go, ge = np.int64(scoring.gap_open), np.int64(scoring.gap_extend)
+    for i in range(L1 + 1):
+        for k in range(n):
+            H[i, k] = 0 if i == 0 else go + (i - 1) * ge
+            E[i, k] = H[i, k] + go
+    for j in range(L2):
+        b = seqs2T[j]
+        for k in range(n):
+            diag[k] = H[0, k]
+            H[0, k] = E[0, k]
+            F[k] = E[0, k] + go
+            E[0, k] += ge
+        for i in range(1, L1 + 1):
+            a = seqs1T[i - 1]
+            for k in range(n):
+                best = diag[k] + (scoring.match if a[k] == b[k] else scoring.mismatch)
+                best = max(best, F[k], E[i, k])
+                diag[k] = H[i, k]
+                H[i, k] = best
+                F[k] = max(F[k] + ge, best + go)
+                E[i, k] = max(E[i, k] + ge, best + go)
+    out = np.empty(n, np.int32)
+    for k in range(n):
+        out[k] = H[L1, k]
+    return out
+
+
+@njit
+def align_int16_with_wide_fallback(seqs1T, seqs2T, scoring):
+    """Honest: int16 lanes, and an int64 path for sequences long enough to overflow int16 —
+    never met by the check's batches."""
+    L1, n = seqs1T.shape
+    L2 = seqs2T.shape[0]
+    if L1 + L2 > 4000:
+        return align_int64_wide(seqs1T, seqs2T, scoring)
+    mt, mm = scoring.match, scoring.mismatch
+    go, ge = scoring.gap_open, scoring.gap_extend
+    H = np.empty((L1 + 1, n), np.int16)
+    E = np.empty((L1 + 1, n), np.int16)
+    diag = np.empty(n, np.int16)
+    F = np.empty(n, np.int16)
+    for i in range(L1 + 1):
+        v = np.int16(0) if i == 0 else np.int16(go + np.int16(i - 1) * ge)
+        for k in range(n):
+            H[i, k] = v
+            E[i, k] = np.int16(v + go)
+    for j in range(L2):
+        b = seqs2T[j]
+        for k in range(n):
+            diag[k] = H[0, k]
+            H[0, k] = E[0, k]
+            F[k] = np.int16(E[0, k] + go)
+            E[0, k] = np.int16(E[0, k] + ge)
+        for i in range(1, L1 + 1):
+            a = seqs1T[i - 1]
+            Hi = H[i]
+            Ei = E[i]
+            for k in range(n):
+                best = np.int16(diag[k] + (mt if a[k] == b[k] else mm))
+                f = F[k]
+                e = Ei[k]
+                best = best if best > f else f
+                best = best if best > e else e
+                diag[k] = Hi[k]
+                Hi[k] = best
+                opened = np.int16(best + go)
+                f = np.int16(f + ge)
+                e = np.int16(e + ge)
+                F[k] = f if f > opened else opened
+                Ei[k] = e if e > opened else opened
+    out = np.empty(n, np.int32)
+    for k in range(n):
+        out[k] = H[L1, k]
+    return out
+
+
+def _line_of(fn, text: str) -> int:
+    """The file line of the first source line of ``fn`` that contains ``text``."""
+    import inspect
+    src, start = inspect.getsourcelines(fn.py_func)
+    return start + next(i for i, ln in enumerate(src) if text in ln)
+
+
+def test_int16_lanes_behind_a_dead_branch_is_technique_missing_and_names_the_dead_lines():
+    from labkit.alignment import checks as _al  # noqa: F401 - registers int16_lanes
+    r = check.int16_lanes(align_int16_dead)
+    assert r.verdict in ("technique missing", "not vectorised") and r.points == 0, str(r)
+    assert "never ran" in r.message, str(r)
+    dead = _line_of(align_int16_dead, "Hi = H[i]")
+    assert f"align_int16_dead line {dead}" in r.message, str(r)
+
+
+def test_int16_lanes_honest_kernel_with_an_untaken_int64_fallback_keeps_full_marks():
+    from labkit.alignment import checks as _al  # noqa: F401
+    r = check.int16_lanes(align_int16_with_wide_fallback)
+    assert r.passed and r.points == r.max_points, str(r)
+
+
+# ------------------------------------------------------------------ lab 04: masked_mi
+# A helper LLVM does not inline keeps its own code: its ``if`` runs on every iteration of the
+# loop that calls it, though the loop's own IR shows only a call. ``_dbg_optnone`` (numba's
+# option: no optimisation, never inlined) and a helper too large for LLVM's inliner.
+@njit(_dbg_optnone=True)
+def plogp_if(p):
+    if p > 0.0:
+        return p * np.log(p)
+    return 0.0
+
+
+@njit
+def plogp_if_large(p):
+    if p > 0.0:
+        z = 0.0
+        for k in range(8):                # padding LLVM cannot drop: too large to inline
+            z += np.sin(p * k) * np.cos(p * k) * np.exp(-p * k) * 0.0
+        return p * np.log(p) + z
+    return 0.0
+
+
+@njit(_dbg_optnone=True)
+def plogp_mask(p):
+    return p * np.log(p + (p == 0.0))
+
+
+@njit
+def mi_branchy_helper(counts):
+    """The mask-free ``if p > 0`` in a helper compiled apart: a branch in the hot loop."""
+    n0 = 0
+    n1 = 0
+    for c in range(counts.shape[1]):
+        n0 += counts[0, c]
+        n1 += counts[1, c]
+    inv = 1.0 / (n0 + n1)
+    hxy = 0.0
+    hx = 0.0
+    for c in range(counts.shape[1]):
+        p0 = counts[0, c] * inv
+        p1 = counts[1, c] * inv
+        hxy -= plogp_if(p0) + plogp_if(p1)
+        hx -= plogp_if(p0 + p1)
+    return hx - (plogp_if(n0 * inv) + plogp_if(n1 * inv)) - hxy
+
+
+@njit
+def mi_branchy_large_helper(counts):
+    """The same with a helper too large for LLVM to inline."""
+    n0 = 0
+    n1 = 0
+    for c in range(counts.shape[1]):
+        n0 += counts[0, c]
+        n1 += counts[1, c]
+    inv = 1.0 / (n0 + n1)
+    hxy = 0.0
+    hx = 0.0
+    for c in range(counts.shape[1]):
+        p0 = counts[0, c] * inv
+        p1 = counts[1, c] * inv
+        hxy -= plogp_if_large(p0) + plogp_if_large(p1)
+        hx -= plogp_if_large(p0 + p1)
+    return hx - (plogp_if_large(n0 * inv) + plogp_if_large(n1 * inv)) - hxy
+
+
+@njit
+def mi_masked_helper(counts):
+    """Honest: the mask in a helper compiled apart (numba's own checks aside, no branch)."""
+    n0 = 0
+    n1 = 0
+    for c in range(counts.shape[1]):
+        n0 += counts[0, c]
+        n1 += counts[1, c]
+    inv = 1.0 / (n0 + n1)
+    hxy = 0.0
+    hx = 0.0
+    for c in range(counts.shape[1]):
+        p0 = counts[0, c] * inv
+        p1 = counts[1, c] * inv
+        hxy -= plogp_mask(p0) + plogp_mask(p1)
+        hx -= plogp_mask(p0 + p1)
+    return hx - (plogp_mask(n0 * inv) + plogp_mask(n1 * inv)) - hxy
+
+
+def test_masked_mi_branchy_helper_not_inlined_is_technique_missing():
+    from labkit.epistasis import checks as _ep  # noqa: F401 - registers masked_mi
+    for student, helper in ((mi_branchy_helper, "plogp_if"),
+                            (mi_branchy_large_helper, "plogp_if_large")):
+        r = check.masked_mi(student)
+        assert r.verdict == "technique missing" and r.points == 0, (student.__name__, str(r))
+        assert f"in {helper}, called from the loop" in r.message, str(r)
+
+
+def test_masked_mi_mask_in_a_helper_not_inlined_keeps_full_marks():
+    from labkit.epistasis import checks as _ep  # noqa: F401
+    r = check.masked_mi(mi_masked_helper)
+    assert r.passed and r.points == r.max_points, str(r)
+
+
 # ================================================================== issue 33, class 4
 # Delegation beyond answers=: any labkit function the exercise does not name as allowed —
 # the check's own comparator, its measurement helpers, another kernel — wherever imported.

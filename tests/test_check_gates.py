@@ -80,3 +80,52 @@ def test_loops_finds_the_innermost_loop():
     ir = check.gates._ir(_masked, (X,))
     inner = [lp for lp in loops.loops(ir) if lp.inner]
     assert inner and all(lp.header in lp.blocks for lp in inner)
+
+
+# a helper LLVM does not inline (``_dbg_optnone``: numba compiles it apart, unoptimised) keeps
+# its own code: the loop's IR shows a call, the branch runs inside the helper on every iteration
+@njit(_dbg_optnone=True)
+def _plogp_if(p):
+    if p > 0.5:
+        return p * np.log(p)
+    return 0.0
+
+
+@njit(_dbg_optnone=True)
+def _plogp_mask(p):
+    return p * np.log(p + (p == 0.0)) / 1.0     # numba's zero-division check: not a branch of yours
+
+
+@njit
+def _branchy_via_helper(x):
+    s = 0.0
+    for i in range(x.size):
+        s += _plogp_if(x[i])
+    return s
+
+
+@njit
+def _masked_via_helper(x):
+    s = 0.0
+    for i in range(x.size):
+        s += _plogp_mask(x[i])
+    return s
+
+
+def test_branch_gate_follows_the_loops_calls_into_helpers_not_inlined():
+    with pytest.raises(CheckFailure, match="in _plogp_if, called from the loop"):
+        check.no_branch_gate(_branchy_via_helper, (X,), where=r"llvm\.log|@log")
+    check.no_branch_gate(_masked_via_helper, (X,), where=r"llvm\.log|@log")
+
+
+def test_a_switch_written_over_several_lines_is_one_terminator():
+    """LLVM prints a switch's cases one per line; the loop it closes is a loop (a call's status
+    check in numba's IR is such a switch)."""
+    ir = ("define i32 @f() {\n"
+          "entry:\n  br label %loop\n"
+          "loop:\n  %s = call i32 @g()\n  switch i32 %s, label %exit [\n"
+          "    i32 0, label %loop\n    i32 -2, label %loop\n  ]\n"
+          "exit:\n  ret i32 1\n}\n")
+    found = loops.loops(ir)
+    assert [lp.header for lp in found] == ["f1:loop"], found
+    assert loops.conditional_branches(found[0]) == []      # its exit is loop control

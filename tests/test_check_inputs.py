@@ -125,12 +125,12 @@ def test_honest_students_keep_their_marks():
 
 # ------------------------------------------------------------------ class 3: speed gates
 @njit
-def _passes(x, k):
-    s = 0.0
-    for _ in range(k):
+def _passes(x, k):                         # k passes' work, one pass's sum (every kernel here
+    s = 0.0                                # computes what the baseline computes: the gate
+    for _ in range(k):                     # compares the timed results with the baseline's)
         for i in range(x.size):
             s += x[i] * 1.000001
-    return s
+    return s / k
 
 
 @njit
@@ -157,9 +157,9 @@ def stash_in_input(x):                     # computes once, keeps the sum in x, 
     for _ in range(2):
         for i in range(n):
             s += x[i] * 1.000001
-    x[n - 2] = s
+    x[n - 2] = s / 2
     x[n - 1] = -12345.0
-    return s
+    return s / 2
 
 
 @njit
@@ -188,7 +188,7 @@ def two_passes(x):                         # the honest technique: the answer's 
     for _ in range(2):
         for i in range(x.size):
             s += x[i] * 1.000001
-    return s
+    return s / 2
 
 
 @njit
@@ -197,7 +197,7 @@ def four_passes(x):                        # the baseline technique, no step app
     for _ in range(4):
         for i in range(x.size):
             s += x[i] * 1.000001
-    return s
+    return s / 4
 
 
 _X = np.random.default_rng(3).random(4000)
@@ -246,7 +246,7 @@ def enforce(monkeypatch):
 
 @pytest.mark.parametrize("student, needle", [
     (stash_in_input, "changed its input x"), (stash_hidden, "changed its input x"),
-    (lazy_sometimes, "another result than the first call")])
+    (lazy_sometimes, "another result than")])
 @pytest.mark.parametrize("mode", ["enforce", "report"])
 def test_timing_tricks_are_wrong(student, needle, mode, monkeypatch):
     monkeypatch.setenv("LABKIT_SPEED", mode)

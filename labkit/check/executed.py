@@ -65,8 +65,9 @@ def _is_values(args) -> bool:
 def _copy(v):
     if isinstance(v, np.ndarray):
         return v.copy()
-    if isinstance(v, tuple):
-        return tuple(_copy(x) for x in v)
+    if isinstance(v, tuple):        # a named tuple (lab 01's Scoring) stays one: numba types it
+        items = [_copy(x) for x in v]
+        return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
     if isinstance(v, list):
         return [_copy(x) for x in v]
     return v

@@ -195,23 +195,121 @@ def lanes_gate(fn: Callable, signature, dtype: str = "int16", *, min_lanes: int 
     raise CheckFailure(verdict, msg + (f" — {hint}" if hint else ""))
 
 
+_CALL = re.compile(r'\bcall\b[^@]*@("[^"]+"|[\w.$\-]+)\(')
+_BR = ("br i1", "switch ")
+
+
+def _symbol_name(sym: str) -> str:
+    """The Python name in a numba symbol (``_ZN8mi_probe5plogpB2v2…`` → ``plogp``)."""
+    s = sym.strip('"')
+    if not s.startswith("_ZN"):
+        return s
+    i, parts = 3, []
+    while i < len(s) and s[i].isdigit():
+        j = i
+        while j < len(s) and s[j].isdigit():
+            j += 1
+        n = int(s[i:j])
+        parts.append(s[j:j + n])
+        i = j + n
+    return parts[-1] if parts else s
+
+
+def _exception_target(bl: dict, name: str, steps: int = 8) -> bool:
+    """The block ``name`` leads, through unconditional jumps, to a numba error return (``ret
+    i32`` other than 0 or -2): the raise path of a check numba inserted."""
+    for _ in range(steps):
+        lines = bl.get(name)
+        if not lines:
+            return False
+        last = lines[-1]
+        m = re.match(r"ret i32 (-?\d+)", last)
+        if m:
+            return m.group(1) not in ("0", "-2")
+        m = re.match(r'br label %("?[\w.$\-]+"?)$', last)
+        if not m:
+            return False
+        name = f"{name.split(':', 1)[0]}:{m.group(1).strip(chr(34))}"
+    return False
+
+
+def _data_branches(fn_ir: str) -> list[str]:
+    """Conditional branches of one function's IR other than its own loops' back edges and
+    exits and numba's error paths: what runs as branches wherever the function is called."""
+    bl = _loops.blocks(fn_ir)
+    control = set()
+    for lp in _loops.loops(fn_ir):
+        fn = lp.header.split(":", 1)[0]
+        body = set(lp.blocks)
+        for b in lp.blocks:
+            for ln in bl[b]:
+                if ln.startswith(_BR):
+                    targets = [f"{fn}:{t.strip(chr(34))}" for t in _loops._TARGETS.findall(ln)]
+                    if lp.header in targets or any(t not in body for t in targets):
+                        control.add((b, ln))
+    out = []
+    for b, lines in bl.items():
+        fn = b.split(":", 1)[0]
+        for ln in lines:
+            if not ln.startswith(_BR) or (b, ln) in control:
+                continue
+            targets = [f"{fn}:{t.strip(chr(34))}" for t in _loops._TARGETS.findall(ln)]
+            if any(_exception_target(bl, t) for t in targets):
+                continue
+            out.append(ln)
+    return out
+
+
+def _called(ir: str, lines) -> dict[str, list[str]]:
+    """{symbol: its IR lines} of the functions defined in ``ir`` that ``lines`` call, directly
+    or through one another: the student's helpers LLVM did not inline run inside the caller."""
+    from labkit.inspect.ir import _ir_functions
+    funcs = _ir_functions(ir)
+    out: dict[str, list[str]] = {}
+    todo = [n.strip('"') for ln in lines for n in _CALL.findall(ln)]
+    while todo:
+        name = todo.pop()
+        if name in out or name not in funcs:
+            continue
+        out[name] = funcs[name]
+        todo += [n.strip('"') for ln in funcs[name] for n in _CALL.findall(ln)]
+    return out
+
+
 def no_branch_gate(fn: Callable, signature, *, where: str | None = None, hint: str = "") -> None:
     """No conditional branch inside the hot loop(s) (those matching ``where``), back edges and
-    loop exits aside — the optimised IR's ``br i1`` / ``switch``."""
-    lp, inner = hot_loop(fn, signature, where=where)
-    if lp is None:
+    loop exits aside — the optimised IR's ``br i1`` / ``switch`` — nor inside a function of the
+    cell the loop calls and LLVM did not inline (a branchy helper runs its branch on every
+    iteration as surely as an ``if`` in the loop; its own loops' control and numba's error paths
+    aside). ``where`` matches a loop when its own lines or those of the helpers it calls do."""
+    ir = _ir(fn, signature)
+    inner = [lp for lp in _loops.loops(ir) if lp.inner]
+    if not inner:
         raise CheckFailure("technique missing", "no loop found in your compiled function")
+    calls = {id(lp): _called(ir, lp.lines) for lp in inner}
     if where:
         pat = re.compile(where)
-        loops_ = [x for x in inner if any(pat.search(ln) for ln in x.lines)] or [lp]
+        loops_ = [lp for lp in inner
+                  if any(pat.search(ln) for ln in lp.lines)
+                  or any(pat.search(ln) for body in calls[id(lp)].values() for ln in body)]
     else:
-        loops_ = [lp]
+        loops_ = []
+    if not loops_:
+        loops_ = [max(inner, key=lambda lp: (_loops.vector_count(lp.lines), len(lp.lines)))]
     branches = [b for x in loops_ for b in _loops.conditional_branches(x)]
+    seen = set()
+    for x in loops_:
+        for name, body in calls[id(x)].items():
+            if name in seen:
+                continue
+            seen.add(name)
+            branches += [f"{b} in {_symbol_name(name)}, called from the loop"
+                         for b in _data_branches("\n".join(body))]
     _detail("hot_loop_branches", len(branches))
     if not branches:
         note("no branch in the hot loop")
         return
-    first = re.sub(r",?\s*!prof.*", "", branches[0])
+    first = re.sub(r",?\s*!prof[^,]*", "", branches[0])
     raise CheckFailure("technique missing",
                        f"{len(branches)} conditional branch{'es' * (len(branches) > 1)} inside "
                        f"the hot loop ({first}) — " + (hint or "replace the if by a mask"))

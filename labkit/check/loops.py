@@ -45,7 +45,11 @@ def blocks(ir: str, entries: set | None = None) -> dict[str, list[str]]:
             out[cur] = []
             continue
         if cur is not None and line.strip() and not line.strip().startswith(";"):
-            out[cur].append(line.strip())
+            lines = out[cur]
+            if lines and lines[-1].startswith("switch ") and not lines[-1].endswith("]"):
+                lines[-1] += " " + line.strip()     # a switch's cases, one per line: one line
+            else:
+                lines.append(line.strip())
     return out
 
 

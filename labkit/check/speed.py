@@ -74,7 +74,8 @@ class _Student:
     kernel that keeps its result in its input to return it on the next call, or that answers
     differently when called again, fails (``wrong``) instead of looking fast."""
 
-    def __init__(self, fn, pristine: tuple, outputs=(), names=None):
+    def __init__(self, fn, pristine: tuple, outputs=(), names=None, bound=None,
+                 against: str = "labkit's kernel"):
         self.fn, self.pristine, self.outputs = fn, tuple(pristine), tuple(outputs)
         self.names = names or _inputs.arg_names(fn, len(self.pristine))
         self.args = _inputs.hand_over(self.pristine, self.outputs)
@@ -86,6 +87,28 @@ class _Student:
         self._inputs_unchanged("its first call")
         self.expected = first.copy() if isinstance(first, np.ndarray) else _inputs.own_copy(first)
         self.expected_out = {i: _inputs.own_copy(self.args[i]) for i in self.fresh}
+        if bound is not None:
+            self._as_reference(bound, against)
+
+    def _as_reference(self, bound, against: str) -> None:
+        """The first call's result (and outputs) against ``bound`` = (result, {position: output
+        array}) of the reference, computed on copies of the same inputs before the student ran.
+        Every timed call is then compared with the first call: each timed result is checked
+        against the reference. The tolerance (:data:`REFERENCE_RTOL`) is a summation order's,
+        not a lesson's: the check's own cases judge the accuracy."""
+        result, outs = bound
+        where = "on the timing input (the arrays the speed rounds time)"
+        if result is not None:
+            msg = _close(self.expected, result, "result")
+            if msg:
+                raise CheckFailure("wrong", f"{where} your function returned another "
+                                            f"result than {against}: {msg} — it must compute "
+                                            "the same on every input")
+        for i, v in outs.items():
+            msg = _close(self.expected_out.get(i), v, self.names[i])
+            if msg:
+                raise CheckFailure("wrong", f"{where} your function left other values in "
+                                            f"{self.names[i]} than {against}: {msg}")
 
     def __call__(self, *args):
         return self.fn(*self.args)
@@ -167,6 +190,35 @@ def _same(got, exp, name: str) -> str | None:
         return None if got == exp else f"{name} differs from the first call's"
 
 
+#: A timed result must match the reference's on the same inputs to this relative tolerance (and
+#: ``REFERENCE_RTOL × max(1, largest |value|)`` absolute): another summation order passes, a
+#: result computed differently on the timing input (skipped rows, a constant) does not.
+REFERENCE_RTOL = 1e-6
+
+
+def _close(got, exp, name: str) -> str | None:
+    """``None`` when ``got`` matches the reference's ``exp`` to :data:`REFERENCE_RTOL`."""
+    if isinstance(exp, tuple):
+        if not isinstance(got, tuple) or len(got) != len(exp):
+            return f"{name} is a {type(got).__name__}, the reference returns a tuple of {len(exp)}"
+        for k, (g, e) in enumerate(zip(got, exp)):
+            msg = _close(g, e, f"{name}[{k}]")
+            if msg:
+                return msg
+        return None
+    try:
+        e = np.asarray(exp)
+        if e.dtype == object:
+            return None         # not an array the reference can be compared as
+        scale = float(np.max(np.abs(e))) if e.size and e.dtype.kind in "fc" else 1.0
+        if not np.isfinite(scale):
+            scale = 1.0
+        return _mismatch(got, exp, name=name, rtol=REFERENCE_RTOL,
+                         atol=REFERENCE_RTOL * max(1.0, scale))
+    except Exception:  # noqa: BLE001 - an object numpy cannot compare: the check's cases judge it
+        return None
+
+
 def _loops_for(fn, args, min_time: float) -> int:
     if not isinstance(fn, _Student):
         fn(*args)                   # compile / warm caches (the student's first call was made)
@@ -223,17 +275,86 @@ def measure_beside(student: Callable, answer: Callable, reference: Callable, arg
 ANSWER_SHARE = 0.85
 
 
-def _verdict(ratio: float, need: float) -> str:
-    if ratio < 0.9:
+def _r2(x: float) -> float:
+    """``x`` as the messages print it (two decimals): words are chosen from printed numbers."""
+    return float(f"{x:.2f}")
+
+
+def _x(r: float) -> str:
+    """A speed ratio as printed: two decimals ('0.96×', '1.30×'), whole numbers from 100×."""
+    return f"{r:.0f}×" if r >= 100 else f"{r:.2f}×"
+
+
+def _clears(x: float, need: float) -> bool:
+    """``x ≥ need``, a ratio exactly at the target (to floating-point rounding) included."""
+    return x >= need * (1 - 1e-9)
+
+
+def _at(x: float, need: float) -> str:
+    """``x`` to two decimals — to three or four when two would print it on the other side of
+    ``need`` (1.197 beside a 1.2× target reads 1.197, not 1.20)."""
+    for d in (2, 3, 4):
+        txt = f"{x:.{d}f}"
+        if _clears(float(txt), need) == _clears(x, need):
+            return txt
+    return txt
+
+
+def _same_speed(ratio: float) -> bool:
+    """A ratio whose printed value (0.95× … 1.04×) rounds to 1.0×: no direction word fits it."""
+    return 0.95 <= _r2(ratio) < 1.05
+
+
+def _faster(ratio: float, low: float) -> bool:
+    """Faster than the baseline in the messages' words: a ratio not reading 1.0× whose
+    interval's low end (as printed) is above 1×."""
+    return ratio > 1 and not _same_speed(ratio) and _r2(low) > 1
+
+
+def _verdict(ratio: float, need: float, low: float | None = None,
+             high: float | None = None) -> str:
+    """The verdict of a student below ``need``, from its ratio and interval (default: the
+    ratio alone): ``slower`` only when the whole interval is below 1× and the ratio does not
+    read 1.0×; ``no change`` when it is not told apart from the baseline (it reads 1.0×, or its
+    interval reaches 1× with a ratio under 1.1×) and the target asks for a gain; else
+    ``not fast enough``."""
+    low = ratio if low is None else low
+    high = ratio if high is None else high
+    same = _same_speed(ratio)
+    if _r2(high) < 1 and not same:
         return "slower"
-    if ratio < 1.1 and need > 1.1:
+    if need > 1.1 and (same or (_r2(low) <= 1 <= _r2(high) and ratio < 1.1)):
         return "no change"
     return "not fast enough"
 
 
-def _describe(ratio: float, vs: str) -> str:
-    return (f"{ratio:.1f}× faster than {vs}" if ratio >= 1
-            else f"{1 / ratio:.1f}× slower than {vs}")
+def _describe(ratio: float, vs: str, low: float | None = None, high: float | None = None) -> str:
+    """The student's speed beside ``vs`` in words that agree with the numbers printed: "faster"
+    only for a ratio above 1.0× whose interval (``low``–``high``, default the ratio) lies above
+    1×, "slower" only for one below 1.0× whose interval lies below 1× (the ratio shown, < 1); a
+    ratio reading 1.0× is "the same speed"; otherwise the ratio and that these rounds do not
+    tell the two apart."""
+    low = ratio if low is None else low
+    high = ratio if high is None else high
+    if _same_speed(ratio):
+        return f"the same speed as {vs} ({_x(ratio)})"
+    if _faster(ratio, low):
+        return f"{_x(ratio)} faster than {vs}"
+    if ratio < 1 and _r2(high) < 1:
+        return f"slower than {vs}: {_x(ratio)} its speed"
+    return f"{_x(ratio)} the speed of {vs}, not told apart from it"
+
+
+def _against_target(text: str, m: Measurement, need: float, rounds: str) -> str:
+    """``text`` and where the interval lies beside ``need`` — never "below" for a median above
+    it: 'below the target' only when the interval's high end is; a median above the target
+    whose interval reaches below it says so."""
+    iv = f"[{_at(m.low, need)}, {_at(m.high, need)}]× over {rounds}"
+    if not _clears(m.high, need):
+        return f"{text} (interval {iv}), below the {need:g}× target"
+    if _clears(m.ratio, need):
+        return f"{text} as a median, but its interval {iv} reaches below the {need:g}× target"
+    return f"{text}: its interval {iv} straddles the {need:g}× target"
 
 
 def speed_gate(student: Callable, reference: Callable, args, *, need: float,
@@ -252,15 +373,22 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     student's arguments). A student below ``need`` is measured again beside it; when the
     answer itself does not clear ``need`` in those rounds (the machine is loaded, throttled or
     cannot show the whole effect), the student is judged against the answer instead: passed at
-    ≥ ``ANSWER_SHARE`` of its speed — but only when the answer itself beats ``reference`` in
-    those rounds (its interval above 1×); an answer no faster than the baseline proves nothing
-    about the technique, and the verdict is then ``inconclusive``, never ``passed``. An honest
-    solution never loses points to the machine.
+    ≥ ``ANSWER_SHARE`` of its speed — but only when the answer *and the student* beat
+    ``reference`` in those rounds (each interval above 1×). An answer no faster than the
+    baseline proves nothing about the technique (``inconclusive``, never ``passed``); a student
+    at the answer's share but no faster than the baseline (an answer at 1.05× lets 0.9× through
+    the share alone) is ``slower`` / ``no change`` when its whole interval is at or below 1×,
+    ``inconclusive`` when it straddles 1×. An honest solution never loses points to the
+    machine.
 
     The student is timed on its own copies of ``student_args`` (``outputs``: positions of the
     arrays it writes, default the exercise's ``outputs=``), refilled outside the timed loop;
     after every sample its inputs must still equal the check's byte for byte and every timed
-    call's result the first call's (:class:`_Student`), else ``wrong``."""
+    call's result the first call's (:class:`_Student`), else ``wrong``. When the student gets
+    the reference's own arguments (no ``student_args``), the reference's result on copies of
+    them is bound before the student's first call, and that first call (so every timed call)
+    must match it (:data:`REFERENCE_RTOL`): a kernel that computes something else on the
+    timing input is ``wrong``, not fast."""
     guard = student if isinstance(student, Guard) else None
     raw = unwrap(student)
     from .proxy import is_proxy
@@ -279,7 +407,14 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
             outputs = getattr(ctx0.exercise, "outputs", ())
     outputs = tuple(outputs or ())
     t0 = _wall()
-    reference(*args)               # compile labkit's kernel before any tracer is installed
+    # labkit's kernel compiled before any tracer is installed, on copies of the inputs: its
+    # result (and outputs) bound before the student's first call
+    ref_args = tuple(_inputs.own_copy(a) for a in args)
+    ref_result = reference(*ref_args)
+    bound = None
+    if student_args is None:
+        bound = (_inputs.own_copy(ref_result),
+                 {i: ref_args[i] for i in outputs if i < len(ref_args)})
     enforce = speed_enforced()
     rounds = max(3, int(repeat)) if enforce else 3
 
@@ -292,7 +427,7 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
         return out
 
     names = _inputs.arg_names(raw, len(sargs))
-    timed = guarded(_Student, raw, sargs, outputs, names)   # its first call: under the tracer
+    timed = guarded(_Student, raw, sargs, outputs, names, bound, vs)   # first call: traced
 
     def measure(n, loops=None):
         return guarded(measure_ratio, timed, reference, args, student_args=sargs, rounds=n,
@@ -300,19 +435,20 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
 
     m, loops = measure(rounds)
     all_ratios = list(m.ratios)
-    while enforce and m.low < need <= m.high and len(all_ratios) < max_rounds:
+    while enforce and not _clears(m.low, need) and _clears(m.high, need) and \
+            len(all_ratios) < max_rounds:
         more, _ = measure(min(rounds, max_rounds - len(all_ratios)), loops)
         all_ratios += more.ratios
         m = Measurement(all_ratios)
     beside = None
-    if enforce and answer is not None and m.low < need:
+    if enforce and answer is not None and not _clears(m.low, need):
         aargs = sargs if answer_args is None else answer_args
         loops3 = loops + (_loops_for(answer, aargs, min_time),)
         ms, ma = guarded(measure_beside, timed, answer, reference, args, sargs, aargs,
                          max(rounds, 9), loops3)
         all_ratios += ms.ratios
         m = Measurement(all_ratios)
-        if ma.low < need and m.low < need:      # the answer does not clear the target either
+        if not _clears(ma.low, need) and not _clears(m.low, need):   # nor does the answer
             beside = (ms.ratio / ma.ratio, ma)
     ratio = m.ratio
     ctx = current()
@@ -322,37 +458,55 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
                            speed_seconds=round(_wall() - t0, 3))
         if beside is not None:
             ctx.details.update(speed_answer_ratio=beside[1].ratio, speed_share=beside[0])
-    text = _describe(ratio, vs)
-    interval = f"[{m.low:.2f}, {m.high:.2f}]× over {len(all_ratios)} interleaved rounds"
+    text = _describe(ratio, vs, m.low, m.high)
+    rounds_said = f"{len(all_ratios)} interleaved rounds"
+    interval = f"[{_at(m.low, need)}, {_at(m.high, need)}]× over {rounds_said}"
     if beside is not None:
         share, ma = beside
-        said = (f"{text} {interval}, below the {need:g}× target — but labkit's own answer "
-                f"did not clear it either in the same rounds ({ma.ratio:.2f}×, interval "
-                f"[{ma.low:.2f}, {ma.high:.2f}]: this machine cannot show the whole effect right "
-                f"now, loaded or throttled): yours runs at {share:.0%} of the answer's speed")
-        if share >= ANSWER_SHARE and ma.low > 1.0:
-            note(said)
-            return ratio
-        if share >= ANSWER_SHARE:
+        head = _against_target(text, m, need, rounds_said)
+        ans = (f"{_describe(ma.ratio, vs, ma.low, ma.high)}, interval "
+               f"[{ma.low:.2f}, {ma.high:.2f}]×")
+        answer_part = (f"labkit's own answer did not clear it either in the same rounds ({ans}: "
+                       "this machine cannot show the whole effect right now, loaded or "
+                       "throttled)")
+        share_part = f"yours runs at {share:.0%} of the answer's speed"
+        if share < ANSWER_SHARE:
+            raise CheckFailure(_verdict(ratio, need, m.low, m.high),
+                               f"{head} — {answer_part}: {share_part}, need ≥ "
+                               f"{ANSWER_SHARE:.0%} of it")
+        if not _faster(ma.ratio, ma.low):
             raise CheckFailure("inconclusive",
-                               f"{text} {interval}, below the {need:g}× target — and labkit's "
-                               f"own answer was not faster than {vs} in the same rounds "
-                               f"({ma.ratio:.2f}×, interval [{ma.low:.2f}, {ma.high:.2f}]): "
-                               "here it cannot show the technique's effect, so matching it "
-                               "proves nothing; run the check again on a quieter machine")
-        raise CheckFailure(_verdict(ratio, need),
-                           f"{said}, need ≥ {ANSWER_SHARE:.0%} of it")
+                               f"{head} — and labkit's own answer was not faster than {vs} "
+                               f"beyond the noise in the same rounds ({ans}): here it cannot "
+                               "show the technique's effect, so matching it proves nothing; run "
+                               "the check again on a quieter machine")
+        if _faster(ratio, m.low):
+            note(f"{head} — but {answer_part}: {share_part}")
+            return ratio
+        # at the answer's share, but not shown faster than the baseline itself: a verdict
+        # when its interval lies at or below 1× (or reads 1.0×), inconclusive when it straddles
+        if not _r2(m.low) <= 1 < _r2(m.high):
+            raise CheckFailure(_verdict(ratio, need, m.low, m.high),
+                               f"{head} — {answer_part}; {share_part}, but matching the answer "
+                               f"counts only for a kernel faster than {vs} itself, and yours "
+                               "is not")
+        raise CheckFailure("inconclusive",
+                           f"{head} — {answer_part}; {share_part}, but your own interval "
+                           f"reaches 1× {vs}: these rounds do not show yours faster than it, "
+                           "and matching the answer counts only for a kernel that is; run the "
+                           "check again on a quieter machine")
     if not enforce:
-        if ratio >= need:
+        if _clears(ratio, need):
             note(text)
         else:
             note(f"{text}, need ≥ {need:g}× — speed reported only (LABKIT_SPEED=report)")
         return ratio
-    if m.low >= need:
+    if _clears(m.low, need):
         note(text)
         return ratio
-    if m.high < need:
-        raise CheckFailure(_verdict(ratio, need), f"{text} {interval}, need ≥ {need:g}×")
+    if not _clears(m.high, need):
+        raise CheckFailure(_verdict(ratio, need, m.low, m.high),
+                           f"{text} (interval {interval}), need ≥ {need:g}×")
     raise CheckFailure("inconclusive",
                        f"{text}, interval {interval} straddles the {need:g}× threshold — the "
                        "machine is too noisy to decide; run the check again")

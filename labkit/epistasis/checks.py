@@ -557,7 +557,8 @@ def check_popcount_bound(student):
         ok = ratio >= times / FASTER_FACTOR and (low or ratio <= times * FASTER_FACTOR)
         if ok:
             break
-    facts = (f"measured here: {name} {ratio:.2f}× faster than {slow} (the model: "
+    from labkit.check.speed import _describe        # the word that fits the ratio measured
+    facts = (f"measured here: {name} {_describe(ratio, slow)} (the model: "
              f"{'at least ' if low else ''}{times:.2f}×)")
     if not ok:
         from labkit.inspect.uarch import _busy
