@@ -92,14 +92,16 @@ def _predict(name, cpu):
 #: OSACA 0.7.1's port names (osaca/data/<model>.yml, its port_model_scheme and the FMA, load and
 #: store instruction forms): which ports run packed FMAs, which load and store
 PORTS = {
-    "HSW": {"fma": {"0", "1"},                                    # p0, p1
-            "mem": {"2", "3", "2D", "3D", "4", "7"}},             # AGUs 2/3 (+ load data), 4 store data, 7 store AGU
-    "ZEN4": {"fma": {"9", "11"},                                  # FP0, FP1 (AVX FMA)
-             "mem": {"1", "3", "5", "1D", "3D", "5D", "8", "13"}},  # AGU/LD 1/3/5 (+ data), iST 8, ST 13
-    "M1": {"fma": {"0", "1", "2", "3"},                           # FP0-FP3
-           "mem": {"4", "5", "6", "7"}},                          # D0-D3: LD/ST/AGU
-    "V2": {"fma": {"8", "9", "10", "11"},                         # FP0-FP3
-           "mem": {"12", "13", "14", "15", "16"}},                # LDST 12/13, LD 14, ST 15/16
+    "HSW": {"fma": {"0", "1"},                          # p0, p1
+            # AGUs 2/3 (+ their load data 2D/3D), 4 store data, 7 store AGU
+            "mem": {"2", "3", "2D", "3D", "4", "7"}},
+    "ZEN4": {"fma": {"9", "11"},                        # FP0, FP1 (AVX FMA)
+             # AGU/LD 1/3/5 (+ load data 1D/3D/5D), iST 8, ST 13
+             "mem": {"1", "3", "5", "1D", "3D", "5D", "8", "13"}},
+    "M1": {"fma": {"0", "1", "2", "3"},                 # FP0-FP3
+           "mem": {"4", "5", "6", "7"}},                # D0-D3: LD/ST/AGU
+    "V2": {"fma": {"8", "9", "10", "11"},               # FP0-FP3
+           "mem": {"12", "13", "14", "15", "16"}},      # LDST 12/13, LD 14, ST 15/16
 }
 
 
