@@ -637,3 +637,76 @@ def test_every_lab_names_a_kernel_to_predict():
     for lab in bench.lab_names():
         spec = uarch.lab_kernel(lab)
         assert spec is not None and spec.elements > 0 and callable(spec.fn), lab
+
+
+def _fake_lab_with_kernel(monkeypatch, spec=True):
+    """labkit.alignment replaced by a one-table lab whose UARCH_KERNEL is _chain_dot on 4096
+    elements (or none), the host's speed probe by a constant: `labkit bench alignment` in a
+    second or two."""
+    from labkit.bench import cli
+    from labkit.bench.uarch import KernelSpec
+    fake = types.ModuleType("labkit.alignment")
+    fake.run_benchmark = lambda size=None, repeat=5: {
+        "t": bench.BenchResult([{"name": "a", "median_s": 2.0}, {"name": "b", "median_s": 1.0}])}
+    x = np.random.default_rng(0).random(4096)
+    if spec:
+        fake.UARCH_KERNEL = lambda: KernelSpec("chain dot", _chain_dot, (x, x.copy()), x.size)
+    monkeypatch.setitem(sys.modules, "labkit.alignment", fake)
+    monkeypatch.setitem(sys.modules, "labkit.alignment.bench",    # not the real lab's hook
+                        types.ModuleType("labkit.alignment.bench"))
+    monkeypatch.setattr(cli, "host_rate", lambda: 70.0)
+
+
+def test_cli_lab_shows_its_uarch_kernel_row_with_the_predicted_column(monkeypatch, capsys):
+    """`labkit bench <lab>`: after the lab's tables, its UARCH_KERNEL as a bench row timed on its
+    elements, with measured and predicted cycles per element as columns; the line at the end
+    repeats that row's numbers (not a second measurement); --no-uarch leaves both out."""
+    import re
+
+    pytest.importorskip("osaca")
+    from labkit.bench import uarch
+    _fake_lab_with_kernel(monkeypatch)
+    assert bench.main(["alignment", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    part = out.split("-- predicted beside measured (labkit.inspect.predict)\n", 1)[1]
+    head, _, row = part.splitlines()[1:4]
+    assert "cycles/elem" in head and "predicted cycles/elem" in head
+    assert row.startswith("chain dot") and "elements/s" in row
+    measured, predicted = row.split()[-4:-2]           # … cycles/elem, predicted, 1.0× (baseline)
+    assert float(measured) > 0
+    assert predicted == "–" or float(predicted) > 0     # a host without a model: a dash
+    line = out.split("predicted vs measured", 1)[1]
+    assert "best repeat of its table above" in line
+    assert f"measured {measured} cycles per element" in line
+    assert re.search(_LINE, line.splitlines()[1].strip()), line
+    assert out.index("-- predicted beside measured") < out.index("host speed steady")
+    assert bench.main(["alignment", "--repeat", "1", "--no-uarch"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted beside measured" not in out and "predicted vs measured" not in out
+    assert uarch.lab_table("alignment", repeat=1, min_time=0.01)[0].spec.label == "chain dot"
+
+
+def test_cli_uarch_kernel_row_without_osaca_or_a_kernel_is_a_dash_not_a_traceback(monkeypatch,
+                                                                                   capsys):
+    """No OSACA (or no model, no loop): the kernel's row is still measured, its predicted cell is
+    a dash and the reason is under the table and in the line. A lab without a UARCH_KERNEL: one
+    sentence in place of the table."""
+    def no_osaca(*a, **k):
+        raise ImportError("labkit.inspect.predict needs OSACA: pip install osaca")
+    monkeypatch.setattr("labkit.inspect.uarch.predict", no_osaca)
+    _fake_lab_with_kernel(monkeypatch)
+    assert bench.main(["alignment", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    part = out.split("-- predicted beside measured (labkit.inspect.predict)\n", 1)[1]
+    row = part.splitlines()[3]
+    measured, predicted = row.split()[-4:-2]
+    assert float(measured) > 0 and predicted == "–", row
+    assert "chain dot: labkit.inspect.predict needs OSACA: pip install osaca" in part
+    assert "no prediction — labkit.inspect.predict needs OSACA" in out.split(
+        "predicted vs measured", 1)[1]
+    _fake_lab_with_kernel(monkeypatch, spec=False)
+    assert bench.main(["alignment", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "-- predicted beside measured (labkit.inspect.predict)\nno kernel named for a " \
+           "prediction (the lab has no UARCH_KERNEL)" in out
+    assert "Traceback" not in out

@@ -104,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     failed: list[str] = []
     summary: list[tuple[str, dict]] = []
+    tables: dict = {}                   # lab → its key kernel's table (the final line reuses it)
     host, ran = [host_rate()], []       # host[i], host[i + 1]: before and after lab ran[i]
     for lab in labs:
         mod, run = _load_lab(lab, failed)
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         print(f"\n== {lab} ==", flush=True)
         try:
-            summary.extend((lab, r) for r in _run_lab(mod, run, ns))
+            summary.extend((lab, r) for r in _run_lab(mod, run, ns, lab, tables))
         except Exception as e:  # report and carry on with the other labs
             traceback.print_exc()
             print(f"lab {lab}: benchmark failed: {type(e).__name__}: {e}")
@@ -122,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     steady = host_note(host, ran)
     print(steady + "\n")
     if not ns.no_uarch and ran:
-        print_uarch(ran)
+        print_uarch(ran, tables)
     if len(labs) > 1 and summary:
         met = sum(1 for _, r in summary if r["met"])
         measured = sum(1 for _, r in summary if r["met"] is not None)
@@ -141,34 +142,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def uarch_header() -> str:
-    """The line above :func:`print_uarch`'s lines: what they are and which clock."""
+def uarch_header(from_tables: bool = False) -> str:
+    """The line above :func:`print_uarch`'s lines: what they are and which clock (and how the
+    kernel was timed: its table's best repeat, or 3 rounds of clock + kernel back to back)."""
     from .uarch import CLOCK_NOTE
+    how = ("the best repeat of its table above" if from_tables
+           else "fastest of 3 rounds of clock and kernel back to back")
     return ("predicted vs measured, each lab's key kernel (OSACA's bound for its hot loop, "
-            f"labkit.inspect.predict; cycles from the {CLOCK_NOTE}; fastest of 3 rounds):")
+            f"labkit.inspect.predict; cycles from the {CLOCK_NOTE}; {how}):")
 
 
-def print_uarch(labs: Sequence[str]) -> list[str]:
+def print_uarch(labs: Sequence[str], tables: Mapping | None = None) -> list[str]:
     """Print (and return) one computed line per lab: its key kernel's measured and predicted
-    cycles per element (:func:`labkit.bench.uarch.lab_line`; never raises)."""
+    cycles per element (:func:`labkit.bench.uarch.lab_line`; never raises). ``tables``: lab →
+    the key kernel's table this run printed (its numbers are used, not measured again)."""
     from .uarch import lab_line
-    print(uarch_header(), flush=True)
+    print(uarch_header(from_tables=bool(tables) and all(lab in tables for lab in labs)),
+          flush=True)
     lines = []
     for lab in labs:
-        lines.append(lab_line(lab))
+        table = (tables or {}).get(lab)
+        lines.append(lab_line(lab, table=table) if table is not None else lab_line(lab))
         print("  " + lines[-1], flush=True)
     print()
     return lines
 
 
-def _run_lab(mod, run, ns) -> list[dict]:
-    """Run one lab's benchmark, print its tables and its targets; the target rows."""
+def _run_lab(mod, run, ns, lab: str = "", tables: dict | None = None) -> list[dict]:
+    """Run one lab's benchmark, print its tables, its key kernel's table (measured and predicted
+    cycles per element, unless ``--no-uarch``) and its targets; the target rows."""
     results = _as_results(run(size=ns.size, repeat=ns.repeat))
     for key, res in results:
         if key:
             print(f"-- {key}")
         print(res)
         print()
+    if lab and not ns.no_uarch:
+        from .uarch import lab_table
+        table, why = lab_table(lab)
+        print("-- predicted beside measured (labkit.inspect.predict)")
+        print(f"{table}\n" if table is not None else f"{why}\n", flush=True)
+        if table is not None and tables is not None:
+            tables[lab] = table
     stated = list(getattr(mod, "TARGETS", None) or ())
     targets = [t for t in stated if t.size == ns.size]
     if targets:

@@ -10,8 +10,10 @@ elements are what the hot loop steps over (an array element, a DP cell, a sample
 :func:`prediction_for` never raises: a host without an OSACA model, a missing ``osaca``, a
 function without a loop or OSACA's own failure give ``(None, why)``. :func:`measured_cycles`
 times the clock and the kernel back to back, a few rounds, and keeps the fastest round (a shared
-or throttled host only ever makes a round slower). :func:`lab_line` is the line ``labkit bench``
-prints per lab, from the lab's :data:`UARCH_KERNEL` hook (see :func:`lab_kernel`).
+or throttled host only ever makes a round slower). From the lab's :data:`UARCH_KERNEL` hook (see
+:func:`lab_kernel`), :func:`lab_table` is the one-row table ``labkit bench <lab>`` prints after
+the lab's own tables (measured and predicted cycles per element as columns) and
+:func:`lab_line` the line per lab at the end of the run (``--uarch``: the lines alone).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["CLOCK_NOTE", "KernelSpec", "prediction_for", "measure_hz", "measured_cycles",
-           "lab_kernel", "lab_line", "verdict"]
+           "lab_kernel", "lab_table", "lab_line", "verdict"]
 
 #: which clock turns seconds into cycles (said in every table and line that shows cycles)
 CLOCK_NOTE = ("core clock measured by labkit.hardware.clock.measure_clock: a dependent "
@@ -106,11 +108,62 @@ def lab_kernel(lab: str) -> KernelSpec | None:
     return None
 
 
-def lab_line(lab: str, *, rounds: int = 3) -> str:
+def _opts(spec: KernelSpec) -> dict:
+    return {k: v for k, v in (("elements_per_iteration", spec.elements_per_iteration),
+                              ("loop", spec.loop)) if v is not None}
+
+
+def _unit(spec: KernelSpec) -> str:
+    """'elements', 'cells', 'spline terms'; a phrase with "of" as it is ('k of a 4×4 block')."""
+    return spec.element if " of " in spec.element else spec.element + "s"
+
+
+def lab_table(lab: str, *, repeat: int = 3, min_time: float = 0.05):
+    """``(BenchResult, "")``: the lab's key kernel (its :data:`UARCH_KERNEL`) as a
+    :mod:`labkit.bench` table of one row — timed on its elements per call (``compare``, process
+    CPU time, best repeat), with measured and predicted cycles per element beside the time; no
+    prediction (no OSACA, no model for this core, no loop) shows a dash and the reason under the
+    table. ``(None, why)`` when the lab names no kernel or it fails to run. Never raises."""
+    from .measure import compare
+    try:
+        spec = lab_kernel(lab)
+    except Exception as e:  # noqa: BLE001
+        return None, f"no kernel to measure ({type(e).__name__}: {e})"
+    if spec is None:
+        return None, "no kernel named for a prediction (the lab has no UARCH_KERNEL)"
+    try:
+        res = compare({spec.label: (spec.fn, spec.args)}, clock="cpu", stat="best",
+                      repeat=repeat, min_time=min_time, work=spec.elements, unit=_unit(spec),
+                      label=(f"the lab's key kernel (UARCH_KERNEL), {spec.elements:g} "
+                             f"{_unit(spec)} per call: measured beside OSACA's bound"),
+                      predict={spec.label: (spec.fn, spec.args, _opts(spec))})
+    except Exception as e:  # noqa: BLE001
+        return None, f"{spec.label}: not measured ({type(e).__name__}: {e})"
+    p = (res.predictions or {}).get(spec.label)
+    if p is not None and p.unknown and not res.rows[0].get("prediction_note"):
+        res.rows[0]["prediction_note"] = (
+            f"predicted is a lower bound: {len(p.unknown)} of the loop's {p.instructions} "
+            f"instructions (e.g. {p.unknown[0].split()[0]}) are not in OSACA's {p.model} tables")
+    res.spec = spec
+    return res, ""
+
+
+def lab_line(lab: str, *, rounds: int = 3, table=None) -> str:
     """One computed line: the lab's key kernel, measured and predicted cycles per element, their
-    ratio and what it suggests — or why there is no prediction or no measurement. Never raises."""
+    ratio and what it suggests — or why there is no prediction or no measurement. ``table``: the
+    lab's :func:`lab_table` already measured in this run (its numbers, not a second
+    measurement). Never raises."""
     from labkit import registry
     head = f"{registry.get(lab).number:02d} {lab}"
+    spec = getattr(table, "spec", None)
+    if spec is not None:
+        row = table.rows[0]
+        cyc, hz = row.get("cycles_per_elem"), table.hz
+        p = (table.predictions or {}).get(spec.label)
+        why = row.get("prediction_note") or "no prediction"
+        if cyc is None or not hz:
+            return f"{head} {spec.label}: not measured (no cycles per element in its table)"
+        return _line(head, spec, cyc, hz, p, why)
     try:
         spec = lab_kernel(lab)
     except Exception as e:  # noqa: BLE001
@@ -120,11 +173,14 @@ def lab_line(lab: str, *, rounds: int = 3) -> str:
     try:
         spec.fn(*spec.args)                        # compile (and fail) before predicting
         cyc, hz = measured_cycles(spec.fn, spec.args, spec.elements, rounds=rounds)
-        meas = f"measured {cyc:.2f} cycles per {spec.element} at {hz / 1e9:.2f} GHz"
     except Exception as e:  # noqa: BLE001
         return f"{head} {spec.label}: not measured ({type(e).__name__}: {e})"
-    p, why = prediction_for(spec.fn, spec.args, elements_per_iteration=spec.elements_per_iteration,
-                            loop=spec.loop)
+    p, why = prediction_for(spec.fn, spec.args, **_opts(spec))
+    return _line(head, spec, cyc, hz, p, why)
+
+
+def _line(head, spec, cyc, hz, p, why) -> str:
+    meas = f"measured {cyc:.2f} cycles per {spec.element} at {hz / 1e9:.2f} GHz"
     if p is None:
         return f"{head} {spec.label}: {meas}; no prediction — {why}"
     per = p.cycles_per_element

@@ -68,13 +68,12 @@ def osaca_report(fn, signature, cpu: str | None = None, name: str | None = None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from osaca.frontend import Frontend
-            from osaca.osaca import get_asm_parser, reduce_to_section
-            from osaca.semantics import ArchSemantics, KernelDG, MachineModel
-            syntax = "ATT" if MachineModel.get_isa_for_arch(p.model) == "x86" else None
-            parser = get_asm_parser(p.model, syntax)
+            from osaca.osaca import reduce_to_section
+            from osaca.semantics import ArchSemantics, KernelDG
+
+            from labkit.inspect.uarch import osaca_tools
+            parser, mm, sem = osaca_tools(p.model)
             kernel = reduce_to_section(parser.parse_file("\n".join(p.loop) + "\n"), parser)
-            mm = MachineModel(arch=p.model)
-            sem = ArchSemantics(parser, mm)
             sem.normalize_instruction_forms(kernel)
             sem.add_semantics(kernel)
             sem.assign_optimal_throughput(kernel)
