@@ -199,10 +199,12 @@ def test_measured_beside_predicted_on_this_host():
 
 
 #: measured ÷ predicted cycles per element of a loop the host's model backs (its step read, every
-#: instruction in the tables, the data in L1): at most 4× above the bound (what a port model
-#: leaves out: L1 bank and store-buffer limits, the front end) and at most 3× below it (the
-#: host's core faster than its model, e.g. a later core on its predecessor's model)
-FACTOR = (1 / 3, 4.0)
+#: instruction in the tables, the data in L1): at most 6× above the bound (what a port model
+#: leaves out: L1 bank and store-buffer limits, the front end; Zen 4's triad read 2.3–3.3× on
+#: its ZEN4 model) and at most 4× below it (the host's core faster than its model, e.g. a later
+#: core on its predecessor's model). Wide on purpose: it catches a wrong element count (8×) or
+#: a wrong model, not a schedule
+FACTOR = (1 / 4, 6.0)
 N_SMALL, N_LARGE = 256, 1024      # three arrays of 1024 doubles: 24 KiB, inside any L1
 
 
@@ -231,6 +233,7 @@ def _host_predictions():
     return {name: _predict(name, None) for name in KERNELS}
 
 
+@pytest.mark.full   # timed (issue 34 asks for it); the default tier measures dot_plain's chain above
 def test_each_loop_measured_within_a_stated_factor_of_its_bound():
     """On this host, each of the five loops whose bound the model backs runs within FACTOR of
     its predicted cycles per element (a loop with an instruction the model lacks, or whose step
@@ -246,7 +249,7 @@ def test_each_loop_measured_within_a_stated_factor_of_its_bound():
         assert FACTOR[0] <= ratio <= FACTOR[1], (name, got, p[name].explain(got))
 
 
-@pytest.mark.full   # the default tier's test above measures each loop against its own bound
+@pytest.mark.full   # timed; the predictions' order is asserted on every core without running
 def test_measured_order_of_the_loops_follows_the_bounds():
     """Measured here: eight partial sums take fewer cycles per element than one chain, and the
     gather more than the contiguous copy — the order the predictions give on every core."""
