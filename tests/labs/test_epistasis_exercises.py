@@ -2,8 +2,9 @@
 the notebook's reference solutions pass (popcount also on a simulated 128-bit host), the stubs
 give 'not implemented' with the first hint, delegation to labkit's kernels (direct, alias,
 getattr with a computed name) gives "uses labkit's answer", and the shortcuts issue 22 names
-fail: the hardware popcount (or a bit trick LLVM turns into one) and a 16-entry table array that
-does not vectorise, the branchy MI, tables built from scratch for every combination, a
+fail: the hardware popcount (or a bit trick LLVM turns into one), a 16-entry table array that
+does not vectorise, and tables in memory that do (a byte table; nibbles looked up per word), the
+branchy MI, tables built from scratch for every combination, a
 prediction from n³ or that ignores the ranks."""
 import pytest
 
