@@ -196,6 +196,11 @@ def test_which_rows_need_review():
         "ok (re-measured after the batch, alone on the machine: the first run was "
         "inconclusive)"))) is None
     assert report.review_reason({"exercise": "", "verdict": "inconclusive", "message": ""}) is None
+    # passed beside labkit's answer, which itself missed the target here: judged, but not fully
+    assert report.review_reason(dict(row, message="0.9× … yours runs at 96% of the answer's speed",
+                                     details={"speed_ratio": 0.9, "speed_share": 0.96}))
+    assert report.review_reason(dict(row, message="3.3× faster", details={"speed_ratio": 3.3})) \
+        is None
     # a message that a spreadsheet would run stays text in the review rows too
     results = [{"student": "=cmd", "notebook": "n.ipynb", "canonical": "00_fix.ipynb",
                 "status": "graded", "flags": {}, "exercises": [

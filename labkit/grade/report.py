@@ -26,8 +26,10 @@ def counted(results: list[dict]) -> list[dict]:
 
 def review_reason(e: dict) -> str | None:
     """Why an exercise row needs an instructor's look, or None: still ``inconclusive`` after the
-    batch's re-measurement (the machine could not decide; the row has 0 points), or a message
-    saying the check did not judge speed. Never a deduction: the row's points stand."""
+    batch's re-measurement (the machine could not decide; the row has 0 points), a message
+    saying the check did not judge speed, or a pass beside labkit's answer that missed the target
+    itself (``speed_share`` in the details: judged against the answer, not the target). Never a
+    deduction: the row's points stand."""
     if not e.get("exercise"):
         return None
     if e.get("verdict") == "inconclusive":
@@ -35,6 +37,9 @@ def review_reason(e: dict) -> str | None:
                 + (", even re-measured alone after the batch" if e.get("remeasured") else ""))
     if _NOT_JUDGED.search(str(e.get("message", ""))):
         return f"{e.get('verdict')}, but the check says speed was not judged"
+    if e.get("verdict") == "passed" and "speed_share" in (e.get("details") or {}):
+        return ("passed at a share of labkit's answer, which missed the speed target itself on "
+                "this machine")
     return None
 
 
