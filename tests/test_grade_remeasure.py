@@ -141,3 +141,73 @@ def test_a_grader_error_in_the_second_run_touches_only_the_checks_run_again():
     got = run._merge_remeasured(first, again, ("gf_double",))
     assert [e["verdict"] for e in got["exercises"]] == ["passed", "passed"]
     assert got["exercises"][1]["remeasured"] and "was inconclusive" in got["exercises"][1]["message"]
+
+
+def test_still_undecided_rows_are_flagged_for_review_in_every_output(course, monkeypatch, tmp_path):
+    """Issue 41: a check still ``inconclusive`` after its re-measurement carries ``review``
+    (JSON True, CSV ``yes``, the wide CSV names it, report.html's "Needs review" section, the
+    student's page says an instructor will look); a passed row does not — nor one that passed
+    on re-measurement."""
+    import csv
+
+    from labkit.grade import pages, report
+    _scripted(monkeypatch, {"gf_double": ["inconclusive", "inconclusive", "inconclusive",
+                                          "passed"]})
+    results = _grade(course)
+    rows = _rows(results)
+    undecided = [e for e in rows.values() if e["verdict"] == "inconclusive"]
+    assert len(undecided) == 1 and undecided[0]["remeasured"] and undecided[0]["review"] is True
+    again = [e for e in rows.values() if e["exercise"] == "gf_double" and e["verdict"] == "passed"]
+    assert len(again) == 1 and again[0]["remeasured"] and again[0]["review"] is False
+    assert all(e["review"] is False for e in rows.values() if e["exercise"] == "gf_add_one")
+    who = next(s for (s, x), e in rows.items() if e is undecided[0])
+    out = tmp_path / "out"
+    out.mkdir()
+    report.write_csv(results, out / "grades.csv")
+    report.write_wide_csv(results, out / "grades-wide.csv")
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        table = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
+    assert {k for k, r in table.items() if r["review"] == "yes"} == {(who, "gf_double")}
+    with open(out / "grades-wide.csv", newline="", encoding="utf-8") as f:
+        wide = {r["student"]: r for r in csv.DictReader(f)}
+    assert wide[who]["review"] == "00_fix:gf_double"
+    assert all(not r["review"] for s, r in wide.items() if s != who)
+    assert "1 row(s) to review" in report.summary(results)
+    html_report, feedback = pages.write_pages(results, out)
+    text = html_report.read_text()
+    section = text.split("Needs review", 1)[1].split("<h2>", 1)[0]
+    assert who in section and "gf_double" in section and "scripted inconclusive" in section
+    assert "gf_add_one" not in section
+    mine = next(p for p in feedback if p.stem == who).read_text()
+    assert mine.count(pages.REVIEW_NOTE) == 1
+    other = next(p for p in feedback if p.stem != who).read_text()
+    assert pages.REVIEW_NOTE not in other
+
+
+def test_which_rows_need_review():
+    from labkit.grade import report
+    row = {"exercise": "flat_tiles", "points": 2.0, "max_points": 2, "verdict": "passed"}
+    assert report.review_reason(dict(row, message="every position × tile right")) is None
+    assert report.review_reason(dict(row, message="one thread only: speed not judged"))
+    assert report.review_reason(dict(row, message="x — speed reported only (LABKIT_SPEED=report)"))
+    assert report.review_reason(dict(row, verdict="inconclusive", points=0.0, message="?"))
+    # re-measured and passed: the first run's verdict in its message is no reason
+    assert report.review_reason(dict(row, remeasured=True, message=(
+        "ok (re-measured after the batch, alone on the machine: the first run was "
+        "inconclusive)"))) is None
+    assert report.review_reason({"exercise": "", "verdict": "inconclusive", "message": ""}) is None
+    # passed beside labkit's answer, which itself missed the target here: judged, but not fully
+    assert report.review_reason(dict(row, message="0.9× … yours runs at 96% of the answer's speed",
+                                     details={"speed_ratio": 0.9, "speed_share": 0.96}))
+    assert report.review_reason(dict(row, message="3.3× faster", details={"speed_ratio": 3.3})) \
+        is None
+    # a message that a spreadsheet would run stays text in the review rows too
+    results = [{"student": "=cmd", "notebook": "n.ipynb", "canonical": "00_fix.ipynb",
+                "status": "graded", "flags": {}, "exercises": [
+                    dict(row, verdict="inconclusive", points=0.0, message="=1+1 <b>")]}]
+    report.mark_review(results)
+    (r,) = report.rows(results)
+    assert r["review"] == "yes"
+    assert report._cell(r["student"]) == "'=cmd" and report._cell(r["message"]) == "'=1+1 <b>"
+    from labkit.grade import pages
+    assert "=1+1 &lt;b&gt;" in pages._review_section(results)

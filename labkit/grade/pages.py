@@ -1,6 +1,7 @@
 """HTML pages: ``feedback/<student>.html`` (each exercise: verdict, message, the next hint —
 never the hidden inputs: no seed, no check details) and ``report.html`` for the class (pass
-rate per exercise, measured speedups, time per notebook, flags; matplotlib plots inline)."""
+rate per exercise, measured speedups, time per notebook, the rows that need an instructor's
+review, flags; matplotlib plots inline)."""
 from __future__ import annotations
 
 import base64
@@ -12,7 +13,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .report import counted
+from .report import counted, needs_review, review_reason
+
+#: what a student's page says beside a row the grader flagged for review
+REVIEW_NOTE = "an instructor will look at this row"
 
 __all__ = ["write_feedback", "write_report", "write_pages", "page_names"]
 
@@ -81,6 +85,9 @@ def feedback_html(student: str, results: list[dict]) -> str:
                                       else "")
             for fl in r.get("flags", {}).get(e["exercise"], []):
                 msg += f"<div class=flag>{_e(fl)}</div>"
+            if needs_review(e):
+                msg += (f"<div class='flag review'>{REVIEW_NOTE}: "
+                        f"{_e(review_reason(e) or 'flagged by the grader')}</div>")
             body.append(f"<tr><td>{_e(e['exercise'] or '—')}</td>"
                         f"<td class={'ok' if ok else 'bad'}>{'✔' if ok else '✘'} "
                         f"{_e(e['verdict'])}</td><td>{float(e['points']):g} / "
@@ -186,7 +193,9 @@ def report_html(results: list[dict]) -> str:
                     f"<td>{got:g} / {top:g}</td><td>{_e(r.get('status'))}"
                     f"{' (cached)' if r.get('cached') else ''}</td>"
                     f"<td>{float(r.get('duration_s') or 0):.1f}</td></tr>")
-    body.append("</table><h2>Flags</h2>")
+    body.append("</table>")
+    body.append(_review_section(res))
+    body.append("<h2>Flags</h2>")
     flags = [(r["student"], r["notebook"], k, f) for r in results
              for k, v in (r.get("flags") or {}).items() for f in v]
     if flags:
@@ -197,6 +206,28 @@ def report_html(results: list[dict]) -> str:
     else:
         body.append("<p>None.</p>")
     return _page("labkit grade — class report", "\n".join(body))
+
+
+def _review_section(res: list[dict]) -> str:
+    """The "Needs review" section: every row the grader could not judge fully (:func:`.report.needs_review`:
+    still ``inconclusive`` after the re-measurement, or passed with speed not judged), with the
+    student, the exercise and the check's message."""
+    todo = [(r, e) for r in sorted(res, key=lambda r: (r["student"], r["notebook"]))
+            for e in r["exercises"] if needs_review(e)]
+    head = "<h2 id=needs-review>Needs review</h2>"
+    if not todo:
+        return head + "<p>None: every check judged its row.</p>"
+    return (head + f"<p>{len(todo)} row(s) the checks could not judge fully on the grading "
+            "machine (a speed target undecided, or speed not judged): look at the student's "
+            "code, or grade those notebooks again on a quieter machine.</p>"
+            "<table><tr><th>student</th><th>notebook</th><th>exercise</th><th>verdict</th>"
+            "<th>points</th><th>why</th><th>message</th></tr>"
+            + "".join(f"<tr><td>{_e(r['student'])}</td><td>{_e(r['notebook'])}</td>"
+                      f"<td>{_e(e['exercise'])}</td><td>{_e(e['verdict'])}</td>"
+                      f"<td>{float(e['points']):g} / {float(e['max_points']):g}</td>"
+                      f"<td>{_e(review_reason(e) or 'flagged by the grader')}</td>"
+                      f"<td>{_e(e['message'])}</td></tr>" for r, e in todo)
+            + "</table>")
 
 
 def write_report(results: list[dict], path) -> Path:

@@ -11,12 +11,52 @@ from pathlib import Path
 
 from .settings import CSV_FIELDS, REFUSED, STAMP_FIELDS, _short
 
-__all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "counted"]
+__all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "counted",
+           "review_reason", "needs_review", "mark_review"]
+
+#: A check's message that says it passed without judging speed (one thread, a machine too busy,
+#: speed only reported): a human looks at that row, as at an ``inconclusive`` one.
+_NOT_JUDGED = re.compile(r"speed (?:was )?not judged|speed reported only", re.IGNORECASE)
 
 
 def counted(results: list[dict]) -> list[dict]:
     """The results that count (not the extra copies of a lab a student handed in twice)."""
     return [r for r in results if r.get("status") != "duplicate"]
+
+
+def review_reason(e: dict) -> str | None:
+    """Why an exercise row needs an instructor's look, or None: still ``inconclusive`` after the
+    batch's re-measurement (the machine could not decide; the row has 0 points), a message
+    saying the check did not judge speed, or a pass beside labkit's answer that missed the target
+    itself (``speed_share`` in the details: judged against the answer, not the target). Never a
+    deduction: the row's points stand."""
+    if not e.get("exercise"):
+        return None
+    if e.get("verdict") == "inconclusive":
+        return ("inconclusive: the check could not decide on this machine"
+                + (", even re-measured alone after the batch" if e.get("remeasured") else ""))
+    if _NOT_JUDGED.search(str(e.get("message", ""))):
+        return f"{e.get('verdict')}, but the check says speed was not judged"
+    if e.get("verdict") == "passed" and "speed_share" in (e.get("details") or {}):
+        return ("passed at a share of labkit's answer, which missed the speed target itself on "
+                "this machine")
+    return None
+
+
+def needs_review(e: dict) -> bool:
+    """The row's ``review`` mark (:func:`mark_review`), else :func:`review_reason` of it."""
+    v = e.get("review")
+    return bool(v) if isinstance(v, bool) else review_reason(e) is not None
+
+
+def mark_review(results: list[dict]) -> list[dict]:
+    """Set ``review`` (True/False) on every exercise row of ``results`` (their final rows: after
+    the re-measurement of undecided checks); returns ``results``."""
+    for r in results:
+        for e in r.get("exercises", ()):
+            if e.get("exercise"):
+                e["review"] = review_reason(e) is not None
+    return results
 
 
 def _notebook_flags(r: dict) -> list[str]:
@@ -41,6 +81,7 @@ def rows(results: list[dict]) -> list[dict]:
                         "exercise": e["exercise"], "points": f"{float(e['points']):g}",
                         "max_points": f"{float(e['max_points']):g}", "verdict": e["verdict"],
                         "message": e["message"], "flags": _short("; ".join(fl)),
+                        "review": "yes" if needs_review(e) else "",
                         **{k: env.get(k, "") for k in STAMP_FIELDS}})
     return out
 
@@ -76,7 +117,8 @@ def wide_rows(results: list[dict]) -> tuple[list[str], list[dict]]:
     per: dict[str, dict] = {}
     for r in counted(results):
         s = per.setdefault(r["student"], {"student": r["student"], "notebooks": [], "total": 0.0,
-                                          "max": 0.0, "flags": [], **{k: "" for k in STAMP_FIELDS}})
+                                          "max": 0.0, "flags": [], "review": [],
+                                          **{k: "" for k in STAMP_FIELDS}})
         s["notebooks"].append(r["notebook"])
         env = r.get("environment") or {}
         for k in STAMP_FIELDS:
@@ -92,7 +134,10 @@ def wide_rows(results: list[dict]) -> tuple[list[str], list[dict]]:
                 if col not in exercises:
                     exercises.append(col)
                 s[col] = float(e["points"]) + float(s.get(col) or 0)
-    fields = ["student", "total", "max", *exercises, "notebooks", "flags", *STAMP_FIELDS]
+                if needs_review(e):
+                    s["review"].append(col)
+    fields = ["student", "total", "max", *exercises, "notebooks", "flags", "review",
+              *STAMP_FIELDS]
     out = []
     for s in sorted(per.values(), key=lambda d: d["student"]):
         row = {k: s.get(k, "") for k in fields}
@@ -101,6 +146,7 @@ def wide_rows(results: list[dict]) -> tuple[list[str], list[dict]]:
             row[col] = f"{s[col]:g}" if col in s else ""
         row["notebooks"] = "; ".join(s["notebooks"])
         row["flags"] = _short("; ".join(s["flags"]))
+        row["review"] = _short("; ".join(s["review"]))
         out.append(row)
     return fields, out
 
@@ -123,6 +169,7 @@ def summary(results: list[dict]) -> str:
     """Text table: per student total / max, then pass counts per exercise."""
     per: dict[str, list[float]] = {}
     flagged: dict[str, int] = {}
+    review: dict[str, int] = {}
     ex_stats: dict[str, list[int]] = {}
     for r in counted(results):
         tot = per.setdefault(r["student"], [0.0, 0.0, 0])
@@ -133,6 +180,8 @@ def summary(results: list[dict]) -> str:
         for e in r["exercises"]:
             tot[0] += float(e["points"])
             tot[1] += float(e["max_points"])
+            if needs_review(e):
+                review[r["student"]] = review.get(r["student"], 0) + 1
             if e["exercise"]:
                 s = ex_stats.setdefault(e["exercise"], [0, 0])
                 s[0] += e["verdict"] == "passed"
@@ -141,8 +190,9 @@ def summary(results: list[dict]) -> str:
     lines = [f"{'student':<{w}}  {'points (%)':>19}  notebooks  review"]
     for s, (p, m, n) in sorted(per.items()):
         pct = f"{100 * p / m:5.1f}%" if m else "    -"
-        lines.append(f"{s:<{w}}  {p:5g} / {m:<5g}{pct}  {n:>9}  "
-                     + (f"{flagged[s]} flag(s)" if s in flagged else ""))
+        lines.append(f"{s:<{w}}  {p:5g} / {m:<5g}{pct}  {n:>9}  " + ", ".join(
+            ([f"{flagged[s]} flag(s)"] if s in flagged else [])
+            + ([f"{review[s]} row(s) to review"] if s in review else [])))
     if ex_stats:
         lines.append("")
         lines.append("exercise: passed / graded")

@@ -16,6 +16,7 @@ from typing import Any
 from .build import read_exercises
 from .checkcell import _resolve_modules, run_exercise, use_worker
 from .integrity import Snapshot, _module_root
+from .report import mark_review
 from .notebooks import (Canonical, ExerciseSpec, Submission, _read_submission, find_submissions,
                         load_solutions, match_canonical)
 from .settings import (CELL_TIMEOUT, MAX_MESSAGE, MAX_NOTEBOOK_BYTES, MEMORY_LIMIT,
@@ -655,5 +656,5 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             shutil.rmtree(os.path.dirname(seed), ignore_errors=True)
     out = [r for r in results if r is not None]
     _dedupe(out)
-    return out
+    return mark_review(out)      # final rows (after the re-measurement): review True/False
 

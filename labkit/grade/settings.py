@@ -15,7 +15,7 @@ REFUSED = "refused"             # status of a submission the grader will not rea
 MAX_MESSAGE = 500               # characters of a message kept in the CSV/JSON
 STAMP_FIELDS = ("cpu", "isa", "cores", "numba", "llvmlite", "numpy")
 CSV_FIELDS = ("student", "notebook", "exercise", "points", "max_points", "verdict", "message",
-              "flags") + STAMP_FIELDS
+              "flags", "review") + STAMP_FIELDS
 
 
 @dataclasses.dataclass

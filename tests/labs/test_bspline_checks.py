@@ -4,7 +4,8 @@
 attribute, with a computed name) is "uses labkit's answer", and the shortcuts the lesson names
 (outputs only in the working set, per-tile allocation, a ragged tile written past N, no
 parallel loop, a prange nested in a prange, the outputs' read-modify-write counted as DRAM
-traffic) get "wrong" or "technique missing". Speed is reported, not judged (LABKIT_SPEED)."""
+traffic) get "wrong" or "technique missing"; on one numba thread flat_tiles is "inconclusive",
+never "passed". Speed is reported, not judged (LABKIT_SPEED), unless a test says otherwise."""
 from __future__ import annotations
 
 import pytest
@@ -163,3 +164,23 @@ def test_flat_tiles_that_changes_its_input_while_timed_is_wrong():
     r = _run("flat_tiles", spoil)
     assert r.verdict == "wrong" and r.points == 0, str(r)
     assert "changed its input tcoefs" in r.message and "speed measurement" in r.message, str(r)
+
+
+def test_flat_tiles_on_one_thread_is_inconclusive_never_passed(monkeypatch):
+    """Issue 41: with one numba thread neither the per-block thread count nor the 2-thread gain
+    can show that one walker's tiles share the threads, so the flat driver is `inconclusive`
+    (0 points, the grader flags it for review), speed judged as when grading. The worker runs
+    with NUMBA_NUM_THREADS=1 (read when numba starts), then restarts with this machine's."""
+    monkeypatch.delenv("LABKIT_SPEED", raising=False)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    check.restart_worker()
+    try:
+        r = _run("flat_tiles", FLAT)
+        serial = _run("flat_tiles", FLAT.replace("@njit(parallel=True)", "@njit")
+                      .replace("prange(P * M)", "range(P * M)"))
+    finally:
+        monkeypatch.delenv("NUMBA_NUM_THREADS")
+        check.restart_worker()
+    assert r.verdict == "inconclusive" and not r.passed and r.points == 0, str(r)
+    assert "one thread here" in r.message and "cannot be shown" in r.message, str(r)
+    assert serial.verdict == "technique missing", str(serial)     # no parallel loop: still 0
