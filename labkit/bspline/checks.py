@@ -477,8 +477,10 @@ def _vgh_cost_reveals():
     flops, b8 = vgh_cost(8)
     _, b4 = vgh_cost(4)
     t = traffic_per_eval("soa")
+    import re
     return [f"{flops} FLOP", f"{flops} / ", f"{b8} B", f"{b8} bytes", f"{b4} B", f"{b4} bytes",
-            f"{flops / b8:.2f} FLOP", f"{t['coef_reads']} B", f"{t['out_writes']} B"]
+            f"{flops / b8:.2f} FLOP", f"{t['coef_reads']} B", f"{t['out_writes']} B",
+            re.compile(rf"\bFLOP\b[^\n]{{0,40}}(?<![\d.,]){flops}(?![\d]|[.,]\d)")]
 
 
 REVEALS = {"spill_n": _spill_n_reveals, "vgh_cost": _vgh_cost_reveals}
