@@ -251,24 +251,48 @@ def _outputs(cell) -> str:
                    for o in cell.get("outputs", []))
 
 
-def _answers_of(stem: str) -> list[str]:
-    """Text that would give an exercise's answer away, taken from labkit (the checks' own
-    references), in the forms a cell would print it."""
-    if stem.startswith("03"):
-        from labkit import pcc
-        n = pcc.FLOAT_FIRST_BAD_N
-        return [str(n), f"{n:,}", f"{n:_}".replace("_", " ")]
-    if stem.startswith("02"):
-        from labkit import bspline as bs
-        return [f"{bs.flops_per_eval()} FLOP per"]
-    if stem.startswith("00"):
-        return ["the latency of one addition"]         # the sentence around the measured cycles
-    return []
+def _exercises(nb) -> list[str]:
+    """The exercises a notebook checks, in order (the names of its check cells)."""
+    out = []
+    for c in nb.cells:
+        g = _nbgrader(c)
+        if c.cell_type == "code" and g.get("grade") and not g.get("solution"):
+            m = CHECK_LINE.match(c.source.strip().splitlines()[-1])
+            if m:
+                out.append(m.group(1))
+    return out
+
+
+def _reveals(name: str) -> list:
+    """What would give exercise ``name``'s answer away, taken from labkit itself: the ``REVEALS``
+    hook of the checks module that registers it (exact strings computed from the check's own
+    reference, or compiled patterns where the answer is measured on the student's machine);
+    [] for an exercise whose answer is code, not a value."""
+    import importlib
+    hook = getattr(importlib.import_module(check.get(name).module), "REVEALS", {})
+    return list(hook[name]()) if name in hook else []
+
+
+def _shows(item, text: str) -> bool:
+    """``item`` (a string or a compiled pattern) occurs in ``text``; a string that starts or ends
+    with a digit or letter must not be part of a longer number or word ("80 B" is not in "180 B")."""
+    if isinstance(item, re.Pattern):
+        return item.search(text) is not None
+    pat = re.escape(item)
+    if item[:1].isalnum():
+        pat = r"(?<![\w.,])" + pat
+    if item[-1:].isalnum():
+        pat += r"(?![\w])" if not item[-1:].isdigit() else r"(?![\d]|[.,]\d)"
+    return re.search(pat, text) is not None
 
 
 def _no_answer_before_it_is_earned(path, nb):
     """Run All on an unsolved copy: a cell that reveals an exercise's answer (it asks
-    check.earned(name)) shows only its locked line, and no output holds a graded answer."""
+    check.earned(name)) shows only its locked line, and no output holds a graded answer — each
+    answer taken from its check (``REVEALS`` in the lab's checks module)."""
+    reveals = {name: _reveals(name) for name in _exercises(nb)}
+    assert all(isinstance(r, (str, re.Pattern)) and (not isinstance(r, str) or r.strip())
+               for rs in reveals.values() for r in rs), reveals
     guarded = 0
     for i, c in enumerate(nb.cells):
         if c.cell_type != "code":
@@ -278,10 +302,41 @@ def _no_answer_before_it_is_earned(path, nb):
             guarded += 1
             assert check.locked(name, "").split(" shows ")[0] in out and f"check.{name}" in out, (
                 f"{path.name} cell {i} should show its locked line before {name} is solved: {out[:300]!r}")
-        for answer in _answers_of(path.stem):
-            assert answer not in out, f"{path.name} cell {i} shows an answer ({answer!r}) unsolved"
-    if path.stem[:2] in ("00", "02", "03", "04"):
-        assert guarded, f"{path.name}: no cell guards its answer with check.earned"
+        for name, items in reveals.items():
+            for item in items:
+                assert not _shows(item, out), (
+                    f"{path.name} cell {i} shows {name}'s answer "
+                    f"({getattr(item, 'pattern', item)!r}) unsolved: guard it with "
+                    f"check.earned({name!r}) / check.locked — {out[:300]!r}")
+    assert guarded, f"{path.name}: no cell guards its answer with check.earned"
+
+
+def test_reveals_hooks_give_text_for_their_exercises():
+    """Every lab's checks module has a REVEALS hook; each key is an exercise the module
+    registers, and each callable gives non-empty strings or compiled patterns (the OSACA-backed
+    ones may give none on a core without a model)."""
+    import importlib
+    from labkit.check import framework
+    osaca = {"loop_bound", "popcount_bound"}
+    for mod in framework.check_modules():
+        hook = getattr(importlib.import_module(mod), "REVEALS", None)
+        assert isinstance(hook, dict) and hook, f"{mod} has no REVEALS hook"
+        for name, fn in hook.items():
+            assert check.get(name).module == mod, f"{mod}.REVEALS names {name!r}, not its exercise"
+            if name in osaca:
+                continue                     # proven by the student-copy run, where OSACA runs
+            items = list(fn())
+            assert items and all(isinstance(r, re.Pattern) or (isinstance(r, str) and r.strip())
+                                 for r in items), (name, items)
+
+
+def test_reveal_matching_respects_number_boundaries():
+    assert _shows("80 B", "output writes 80 B per spline")
+    assert not _shows("80 B", "output writes 180 B") and not _shows("80 B", "0.80 Bytes")
+    assert _shows("5461", "up to 5461.") and _shows("5461", "(5461)")
+    assert not _shows("5461", "15461 alignments") and not _shows("5461", "5461.5 µs")
+    assert not _shows("5461", "5,461,000") and _shows("47,453,133", "n = 47,453,133: float")
+    assert _shows(re.compile(r"\d cycles"), "3 cycles") and not _shows(re.compile(r"\d cycles"), "x")
 
 
 def test_earned_and_locked():

@@ -335,3 +335,17 @@ hints.define(
     "one opening and extension — about 2·11 + 2·L, far from −32768 at the same L.",
     "return 32767 // 6 (the match score) — after checking 2·11 + 2·(L − 1) + 11 + 1 + 4 < 32768 "
     "at that L")
+
+
+# ---------------------------------------------------------------- answers on the screen
+# REVEALS: exercise → a callable returning what would give its graded answer away if a cell
+# printed it before the exercise's check has passed (exact strings, computed from the check's
+# own reference). tests/test_notebooks.py runs every student copy unsolved and finds none of
+# them in any output.
+def _int16_length_reveals():
+    """The longest int16-exact length under the seed's scoring, as a cell would print it."""
+    n = int16_limit()
+    return [str(n), f"{n:,}", f"{n:_}"]
+
+
+REVEALS = {"int16_length": _int16_length_reveals}

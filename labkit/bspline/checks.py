@@ -474,3 +474,32 @@ hints.define(
     "multiply-adds into the outputs (2 FLOP each). Bytes: the 64 coefficients each position "
     "reads, plus the 10 outputs written once",
     "flops = 16 * (3 * 7 + 10 * 2); nbytes = (64 + 10) * itemsize; return flops, nbytes")
+
+
+# ---------------------------------------------------------------- answers on the screen
+# REVEALS: exercise → a callable returning what would give its graded answer away if a cell
+# printed it before the exercise's check has passed (exact strings, computed from the checks'
+# own references on this machine). tests/test_notebooks.py runs every student copy unsolved and
+# finds none of them in any output.
+def _spill_n_reveals():
+    """This machine's spill points (float64), in the forms the notebook writes an N."""
+    from labkit import hardware
+    hw = hardware.info()
+    n1, n2 = spill_points(int(hw["l1d"]), int(hw["l2"]), 8)
+    return [f"N ≈ {n1}", f"N ≈ {n2}", f"N = {n1}", f"N = {n2}", f"N_L1 ≈ {n1}", f"N_L2 ≈ {n2}"]
+
+
+def _vgh_cost_reveals():
+    """The FLOP and byte counts (float64 and float32), their intensity, and the byte count's
+    two terms (coefficients read, outputs written) that add up to it."""
+    from . import traffic_per_eval
+    flops, b8 = vgh_cost(8)
+    _, b4 = vgh_cost(4)
+    t = traffic_per_eval("soa")
+    import re
+    return [f"{flops} FLOP", f"{flops} / ", f"{b8} B", f"{b8} bytes", f"{b4} B", f"{b4} bytes",
+            f"{flops / b8:.2f} FLOP", f"{t['coef_reads']} B", f"{t['out_writes']} B",
+            re.compile(rf"\bFLOP\b[^\n]{{0,40}}(?<![\d.,]){flops}(?![\d]|[.,]\d)")]
+
+
+REVEALS = {"spill_n": _spill_n_reveals, "vgh_cost": _vgh_cost_reveals}

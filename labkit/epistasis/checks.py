@@ -609,3 +609,33 @@ hints.define(
     "them, it can only be slower still: the ratio is an 'at least'.",
     "ca, cb = per-word bounds; fast, slow = (a, b) if ca <= cb else (b, a); if fast.unknown: "
     "return None; return fast.name, max(ca, cb) / min(ca, cb)")
+
+
+# ---------------------------------------------------------------- answers on the screen
+# REVEALS: exercise → a callable returning what would give its graded answer away if a cell
+# printed it before the exercise's check has passed — exact strings, computed from the checks'
+# own references, or compiled patterns where the answer rests on a rate measured on the student's
+# machine. tests/test_notebooks.py runs every student copy unsolved and finds none in any output.
+def _popcount_bound_reveals():
+    """Each popcount's bound per word on this core's model (what the check's truth compares),
+    as the notebook prints it; none where OSACA has no model here."""
+    out = []
+    for name in POP_KERNELS:
+        try:
+            rep = popcount_report(name)[0]
+        except (ValueError, ImportError):
+            continue
+        if rep.elements and rep.ports:
+            out.append(f"{per_word(rep):.2f} cycles per word")
+    return out
+
+
+def _search_time_reveals():
+    """The search's triple count (the answer's numerator) and any duration stated for it on a
+    number of ranks (the answer itself, at whatever rate this machine measures)."""
+    import re
+    return [f"{math.comb(PREDICT_SNPS, 3):.3g}", f"{math.comb(PREDICT_SNPS, 3):,}",
+            re.compile(r"\d[\d,.]*\**\s*(?:years|days|hours|minutes|s)\**\s+on\s+\d+\s+ranks?")]
+
+
+REVEALS = {"popcount_bound": _popcount_bound_reveals, "search_time": _search_time_reveals}

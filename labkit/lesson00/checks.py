@@ -318,3 +318,35 @@ hints.define(
     "port, busy = max(report.ports.items(), key=lambda kv: kv[1]); if report.dependency > busy: "
     "return 'dependency', report.dependency / report.elements; else return port, busy / "
     "report.elements")
+
+
+# ---------------------------------------------------------------- answers on the screen
+# REVEALS: exercise → a callable returning what would give its graded answer away if a cell
+# printed it before the exercise's check has passed — exact strings, computed from the check's
+# own reference, or compiled patterns where the answer is measured on the student's machine.
+# tests/test_notebooks.py runs every student copy unsolved and finds none of them in any output.
+def _softsign_reveals():
+    """The error model of labkit's own answer kernel, as code would spell it."""
+    from labkit.lesson00.kernels import softsign_numpy_errors
+    model = softsign_numpy_errors.targetoptions["error_model"]
+    return [f"error_model='{model}'", f'error_model="{model}"']
+
+
+def _latency_reveals():
+    """dot_plain's cycles per element is measured (the check's reference): any figure in that
+    unit, and the sentence that names it the latency of one addition."""
+    import re
+    return [re.compile(r"\d+(?:\.\d+)?\**\s*cycles per element"),
+            re.compile(r"\d+(?:\.\d+)?\**\s*cycles\**\s*—\s*the latency")]
+
+
+def _loop_bound_reveals():
+    """The bound per element of each dot product on this core's model (what the check's truth
+    reads off the reports), as Prediction.explain prints it; none without a model."""
+    from labkit.inspect.loopreport import truth
+    return [f"{truth(rep)[1]:.2f} cycles per element"
+            for name, (rep, _) in bound_reports().items() if name != "_why" and _posable(rep)]
+
+
+REVEALS = {"softsign": _softsign_reveals, "latency": _latency_reveals,
+           "loop_bound": _loop_bound_reveals}

@@ -425,3 +425,17 @@ hints.define(
     "arithmetic (// on Python ints, never / with floats: ids reach 2⁶¹).",
     "q, e = divmod(T, size); J0 = rank*q + min(rank, e); J1 = J0 + q + (rank < e); "
     "return J0, J1")
+
+
+# ---------------------------------------------------------------- answers on the screen
+# REVEALS: exercise → a callable returning what would give its graded answer away if a cell
+# printed it before the exercise's check has passed (exact strings, computed from the check's
+# own reference). tests/test_notebooks.py runs every student copy unsolved and finds none of
+# them in any output.
+def _float_breaks_reveals():
+    """The first n where float Eq. 14 fails, in the ways a cell would print it."""
+    n = first_bad_n()
+    return [str(n), f"{n:,}", f"{n:_}", f"{n:,}".replace(",", " ")]
+
+
+REVEALS = {"float_breaks": _float_breaks_reveals}
