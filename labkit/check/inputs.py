@@ -39,8 +39,8 @@ def own_copy(x: Any) -> Any:
     return x
 
 
-#: a copy starts at the same address modulo this many bytes as the array it copies (a cache line,
-#: the widest vector): a vector loop then meets the same split loads on the copy as on the
+#: a copy starts at the same address modulo this many bytes (a page) as the array it copies: a
+#: vector loop then meets the same split loads and the same cache-set aliasing on the copy as on the
 #: check's array — timed on a copy, a student is not slower or faster than labkit's kernel on
 #: the original by where the allocator happened to put the copy (lab 02's SoA loop: 1.3–3.7×
 #: the AoS kernel by the copies' offsets alone)
