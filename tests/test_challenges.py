@@ -374,6 +374,28 @@ def test_the_worker_refuses_labkits_kernel_in_a_challenge():
     assert r.verdict == "uses labkit's answer", r.message
 
 
+def test_prange_shape_checks_are_no_escape_hatch():
+    # parallel=True's array analysis adds its own intrinsics (assert_equiv here, at the join of
+    # an if/else inside a prange body): honest parallel code, not a hatch — lab 02's challenge
+    # invites prange. A student's own intrinsic is still refused (test_check_forgery.py).
+    from labkit.check import hatches
+    src = ("@njit(parallel=True)\ndef f(c, out):\n    N = c.shape[1]\n"
+           "    s = np.empty((numba.get_num_threads(), N))\n"
+           "    for p in prange(out.shape[0]):\n        q = numba.get_thread_id()\n"
+           "        for i in range(3):\n            if i == 0:\n"
+           "                for k in range(N):\n                    s[q, k] = c[i, k]\n"
+           "            else:\n                for k in range(N):\n"
+           "                    s[q, k] += c[i, k]\n        out[p] = s[q, 0]\n")
+    m = types.ModuleType(hatches.CELL_PREFIX + "prange_if")
+    sys.modules[m.__name__] = m
+    exec(compile("import numpy as np\nimport numba\nfrom numba import njit, prange\n" + src,
+                 m.__name__, "exec"), vars(m))
+    m.f(np.ones((3, 8)), np.zeros(4))
+    ann = m.f.overloads[m.f.signatures[0]].type_annotation
+    assert any("assert_equiv" in str(t) for t in ann.typemap.values())
+    assert hatches.refusal(m.f) is None
+
+
 # ------------------------------------------------------------------ real timing (full tier)
 #: A run on a machine too busy to place the student says so; that is the only other outcome the
 #: real-timing tests accept.

@@ -292,35 +292,35 @@ def vgh_challenge(coefs, positions, value, grad, hess):
               W[p, 1, 6], W[p, 1, 7], W[p, 1, 8], W[p, 1, 9], W[p, 1, 10], W[p, 1, 11])
         wz = (W[p, 2, 0], W[p, 2, 1], W[p, 2, 2], W[p, 2, 3], W[p, 2, 4], W[p, 2, 5],
               W[p, 2, 6], W[p, 2, 7], W[p, 2, 8], W[p, 2, 9], W[p, 2, 10], W[p, 2, 11])
-        for i in range(4):
+        x = I[p, 0, 0]                      # the first x-plane sets the streams …
+        a, da, d2a = W[p, 0, 0], W[p, 0, 4], W[p, 0, 8]
+        for k in range(N):
+            s00, s10, s20, s01, s11, s02 = plane(coefs, x, ys, zs, wy, wz, k)
+            scratch[q, 0, k] = a * s00
+            scratch[q, 1, k] = da * s00
+            scratch[q, 2, k] = a * s10
+            scratch[q, 3, k] = a * s01
+            scratch[q, 4, k] = d2a * s00
+            scratch[q, 5, k] = da * s10
+            scratch[q, 6, k] = da * s01
+            scratch[q, 7, k] = a * s20
+            scratch[q, 8, k] = a * s11
+            scratch[q, 9, k] = a * s02
+        for i in range(1, 4):               # … the other three add to them
             x = I[p, 0, i]
             a, da, d2a = W[p, 0, i], W[p, 0, 4 + i], W[p, 0, 8 + i]
-            if i == 0:                      # the first x-plane sets the streams …
-                for k in range(N):
-                    s00, s10, s20, s01, s11, s02 = plane(coefs, x, ys, zs, wy, wz, k)
-                    scratch[q, 0, k] = a * s00
-                    scratch[q, 1, k] = da * s00
-                    scratch[q, 2, k] = a * s10
-                    scratch[q, 3, k] = a * s01
-                    scratch[q, 4, k] = d2a * s00
-                    scratch[q, 5, k] = da * s10
-                    scratch[q, 6, k] = da * s01
-                    scratch[q, 7, k] = a * s20
-                    scratch[q, 8, k] = a * s11
-                    scratch[q, 9, k] = a * s02
-            else:                           # … the other three add to them
-                for k in range(N):
-                    s00, s10, s20, s01, s11, s02 = plane(coefs, x, ys, zs, wy, wz, k)
-                    scratch[q, 0, k] += a * s00
-                    scratch[q, 1, k] += da * s00
-                    scratch[q, 2, k] += a * s10
-                    scratch[q, 3, k] += a * s01
-                    scratch[q, 4, k] += d2a * s00
-                    scratch[q, 5, k] += da * s10
-                    scratch[q, 6, k] += da * s01
-                    scratch[q, 7, k] += a * s20
-                    scratch[q, 8, k] += a * s11
-                    scratch[q, 9, k] += a * s02
+            for k in range(N):
+                s00, s10, s20, s01, s11, s02 = plane(coefs, x, ys, zs, wy, wz, k)
+                scratch[q, 0, k] += a * s00
+                scratch[q, 1, k] += da * s00
+                scratch[q, 2, k] += a * s10
+                scratch[q, 3, k] += a * s01
+                scratch[q, 4, k] += d2a * s00
+                scratch[q, 5, k] += da * s10
+                scratch[q, 6, k] += da * s01
+                scratch[q, 7, k] += a * s20
+                scratch[q, 8, k] += a * s11
+                scratch[q, 9, k] += a * s02
         for k in range(N):
             value[p, k] = scratch[q, 0, k]
             grad[p, k, 0] = scratch[q, 1, k]
