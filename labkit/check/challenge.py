@@ -362,8 +362,9 @@ def _verdict(ch: Challenge, pl: Placement, facts: dict, enforce: bool) -> str:
     if not enforce:
         k = pl.tier
         award(1.0)
-        return (f"correct on {facts['cases']} hidden inputs; {where}: tier "
-                f"{describe_tier(k, tiers)} on this run — speed reported only "
+        said = "no tier" if k == 0 else f"tier {describe_tier(k, tiers)}"
+        return (f"correct on {facts['cases']} hidden inputs; {where}: {said} on this run — "
+                f"speed reported only "
                 f"(LABKIT_SPEED=report); {_speed_words(pl)}{feedback}")
     if not pl.decided:
         raise CheckFailure("inconclusive",
