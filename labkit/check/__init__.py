@@ -16,6 +16,8 @@ The package, by concern:
 * :mod:`.gates` — technique gates from the compiled code (vector width vs the host's native
   width, lanes, branches, FMA, fastmath, accumulators, BLAS, access order).
 * :mod:`.speed` — interleaved timing with a confidence interval; ``inconclusive``.
+* :mod:`.challenge` — the labs' open challenges: correctness, then a tier on a log scale
+  between a slow starting point and labkit's kernel (fractional points, :func:`award`).
 * :mod:`.runner` / :mod:`.worker` — the trusted worker process; :func:`run_source`.
 * :mod:`.falsefail` — ``python -m labkit.check.falsefail``: false-fail counts of the
   reference solutions.
@@ -33,8 +35,8 @@ from __future__ import annotations
 
 from labkit._common import mismatch
 
-from .framework import (Exercise, current, earned, exercise, get, locked, names, note, rng,
-                        run, seed, speed_enforced)
+from .framework import (Exercise, award, current, earned, exercise, get, locked, names, note,
+                        rng, run, seed, speed_enforced)
 from .gates import (accumulators_gate, fma_gate, lanes_gate, native_bits, native_lanes,
                     no_branch_gate, no_fastmath_gate, not_blas_gate, record_order,
                     require_njit, vectorized_gate)
@@ -48,7 +50,7 @@ __all__ = [
     "seed", "speed_gate", "vectorized_gate", "lanes_gate", "no_branch_gate", "fma_gate",
     "no_fastmath_gate", "accumulators_gate", "not_blas_gate", "record_order", "require_njit",
     "native_bits", "native_lanes", "CheckFailure", "speed_enforced", "note", "get", "current",
-    "restart_worker", "Exercise", "earned", "locked",
+    "restart_worker", "Exercise", "earned", "locked", "award",
 ]
 
 _note = note

@@ -26,7 +26,7 @@ import numpy as np
 
 from .result import MAX_MESSAGE, CheckFailure, CheckResult
 
-__all__ = ["Exercise", "exercise", "seed", "rng", "note", "names", "get", "run",
+__all__ = ["Exercise", "exercise", "seed", "rng", "note", "award", "names", "get", "run",
            "speed_enforced", "current"]
 
 
@@ -65,6 +65,7 @@ class _Context:
         self.notes: list[str] = []
         self.details: dict = {}
         self.guard = None
+        self.share: float | None = None     # award(): a passed check's share of its points
 
 
 _current: _Context | None = None
@@ -80,6 +81,19 @@ def note(text: str) -> None:
     """Add a remark to the running check's message (e.g. "32 int16 lanes"); no-op outside one."""
     if _current is not None and text:
         _current.notes.append(str(text))
+
+
+def award(share: float) -> None:
+    """A passed check earns ``share`` (0 < share ≤ 1) of its points instead of all of them: a
+    challenge's tier (:mod:`labkit.check.challenge`). The result stays ``passed`` — nbgrader
+    reads a grade cell's printed points as partial credit only from a cell that did not raise,
+    and the grader scales ``points / max_points`` of a passed row. No-op outside a check."""
+    share = float(share)
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"a passed check's share of its points is in (0, 1], got {share!r}; "
+                         "a check that earns nothing fails with a verdict instead")
+    if _current is not None:
+        _current.share = share
 
 
 class Exercise:
@@ -211,7 +225,8 @@ def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
         if late is not None:
             verdict, message = late
     passed = verdict == "passed"
-    return CheckResult(name=ex.name, passed=passed, points=ex.points if passed else 0.0,
+    points = ex.points if ctx.share is None else round(ex.points * ctx.share, 6)
+    return CheckResult(name=ex.name, passed=passed, points=points if passed else 0.0,
                        max_points=ex.points, verdict=verdict, message=short(message),
                        details=_plain(ctx.details))
 
@@ -376,21 +391,39 @@ def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = (),
     return deco
 
 
+#: The modules of a lab that register exercises: its checks and, where it has one, its open
+#: challenge (``labkit.<lab>.challenge``, :mod:`labkit.check.challenge`).
+LAB_CHECK_MODULES = ("checks", "challenge")
+
+
 def check_modules() -> tuple[str, ...]:
-    """The modules that register exercises: ``labkit.<lab>.checks`` for every registry lab."""
+    """The modules that register exercises: ``labkit.<lab>.checks`` for every registry lab, and
+    ``labkit.<lab>.challenge`` where the lab has one."""
+    from importlib.util import find_spec
+
     from labkit import registry
-    return tuple(f"{lab.module}.checks" for lab in registry.LABS)
+    out = []
+    for lab in registry.LABS:
+        for part in LAB_CHECK_MODULES:
+            mod = f"{lab.module}.{part}"
+            try:
+                if part == "checks" or find_spec(mod) is not None:
+                    out.append(mod)
+            except ModuleNotFoundError:     # the lab's package itself is missing
+                continue
+    return tuple(out)
 
 
 def _load_all() -> None:
     from labkit import registry
     for lab in registry.LABS:
-        mod = f"{lab.module}.checks"
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as e:
-            if e.name not in (mod, lab.module):  # a real missing dependency inside the lab
-                raise
+        for part in LAB_CHECK_MODULES:
+            mod = f"{lab.module}.{part}"
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                if e.name not in (mod, lab.module):  # a real missing dependency inside the lab
+                    raise
 
 
 def names() -> list[str]:

@@ -53,6 +53,8 @@ def _type_hatch(t) -> str | None:
             defn = getattr(key, "_defn", None)
             if (getattr(defn, "__module__", "") or "").startswith("labkit."):
                 return None           # labkit's own (ep.popcount64): its IR is labkit's
+            if getattr(defn, "__module__", "") == "numba.parfors.array_analysis":
+                return None           # parallel=True's own shape checks (assert_equiv, wrap_index)
             return f"a numba intrinsic ({getattr(key, '__name__', '?')})"
         mod = getattr(key, "__module__", "") or ""
         if ".unsafe" in mod or mod.startswith("numba.core.unsafe"):

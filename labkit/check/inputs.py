@@ -36,6 +36,8 @@ def own_copy(x: Any) -> Any:
         if all(a is b for a, b in zip(items, x)):
             return x
         return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+    if type(x) is list:             # a list (of str: lab 01's challenge) is mutable, and numba
+        return [own_copy(v) for v in x]     # writes a reflected list's changes back
     return x
 
 
@@ -117,6 +119,11 @@ def changed_input(pristine: tuple, given: tuple, outputs=(), names=None) -> str 
     for i, (p, g) in enumerate(zip(pristine, given)):
         if _is_output(i, outputs) or p is g:
             continue
+        if type(p) is list:
+            msg = _changed_list(p, g, names[i])
+            if msg is not None:
+                return msg
+            continue
         for (path, pa), (_, ga) in zip(_arrays(p), _arrays(g)):
             if same_bytes(pa, ga):
                 continue
@@ -131,10 +138,37 @@ def changed_input(pristine: tuple, given: tuple, outputs=(), names=None) -> str 
     return None
 
 
+def _changed_list(p: list, g, name: str) -> str | None:
+    """The message for a list argument whose copy ``g`` no longer equals ``p`` (its length, or
+    the first item that differs), else None."""
+    tail = (" — a kernel must only read its inputs (the check gave you its own copy and "
+            "compares it afterwards)")
+    if type(g) is not list or len(g) != len(p):
+        n = len(g) if isinstance(g, list) else type(g).__name__
+        return f"changed its input {name}: {len(p)} items before the call, {n} after{tail}"
+    for k, (a, b) in enumerate(zip(p, g)):
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            same = isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and same_bytes(a, b)
+        else:
+            same = type(a) is type(b) and a == b
+        if not same:
+            return (f"changed its input {name}: {name}[{k}] is {_short(b)}, it was "
+                    f"{_short(a)}{tail}")
+    return None
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
 def restore(pristine: tuple, given: tuple, outputs=()) -> None:
-    """Copy the pristine values back into the student's (non-output) arrays."""
+    """Copy the pristine values back into the student's (non-output) arrays (and lists)."""
     for i, (p, g) in enumerate(zip(pristine, given)):
         if _is_output(i, outputs) or p is g:
+            continue
+        if type(p) is list and type(g) is list:
+            g[:] = own_copy(p)
             continue
         for (_, pa), (_, ga) in zip(_arrays(p), _arrays(g)):
             if ga.flags.writeable and ga.shape == pa.shape:

@@ -24,7 +24,7 @@ from .result import CheckFailure
 from . import inputs as _inputs
 from labkit._common import mismatch as _mismatch
 
-__all__ = ["speed_gate", "measure_ratio", "Measurement"]
+__all__ = ["speed_gate", "measure_ratio", "measure_anchored", "Measurement"]
 
 _sorted = sorted
 _min = min
@@ -268,6 +268,42 @@ def measure_beside(student: Callable, answer: Callable, reference: Callable, arg
         rs.append(ref / max(_min(s1, s2), 1e-12))
         ra.append(ref / max(_min(a1, a2), 1e-12))
     return Measurement(rs), Measurement(ra)
+
+
+def measure_anchored(student: "_Student", answer: Callable, start: Callable, aargs, start_args,
+                     rounds: int, loops: tuple, guard=None,
+                     start_every: int = 1) -> list[tuple[float | None, float, float]]:
+    """Per round ``(t_start, t_student, t_answer)`` in seconds per call, for a challenge's scale
+    (:mod:`labkit.check.challenge`): the student and labkit's answer ABBA (answer, student,
+    student, answer; each the best of its two samples) and one sample of the slow starting
+    point — before them in even rounds, after them in odd ones, so a drift in machine speed
+    does not favour either end; with ``start_every`` = k only in every k-th round (``None``
+    in the others: the start is the slowest of the three by far). ``loops`` = (answer's,
+    student's, start's) calls per sample. Only the student's samples run under ``guard``'s
+    tracing (labkit's own calls would count as the student's otherwise); each is verified
+    (:class:`_Student`) and the guard checked."""
+    la, ls, l0 = loops
+
+    def stud():
+        if guard is None:
+            return student.time(ls)
+        with guard.tracing():
+            t = student.time(ls)
+        guard.verify()
+        return t
+
+    out = []
+    for k in range(rounds):
+        timed = k % max(1, int(start_every)) == 0
+        t0 = _time(start, start_args, l0) if timed and k % 2 == 0 else None
+        a1 = _time(answer, aargs, la)
+        s1 = stud()
+        s2 = stud()
+        a2 = _time(answer, aargs, la)
+        if timed and t0 is None:
+            t0 = _time(start, start_args, l0)
+        out.append((t0, _min(s1, s2), _min(a1, a2)))
+    return out
 
 
 #: When labkit's own answer misses a gate's target in the same rounds as the student (a loaded
