@@ -63,9 +63,8 @@ def _prefactors_kernel(positions, grid, lengths, idx, pref):
             pref[p, a, 2, 1] = (3.0 * t - 2.0) * dinv * dinv
             pref[p, a, 2, 2] = (1.0 - 3.0 * t) * dinv * dinv
             pref[p, a, 2, 3] = t * dinv * dinv
-            for i in range(4):
-                j = i0 + i
-                idx[p, a, i] = j - n if j >= n else j
+            for i in range(4):          # n < 4: the four knots wrap more than once
+                idx[p, a, i] = (i0 + i) % n
 
 
 def prefactors(positions, grid, lengths=(1.0, 1.0, 1.0), dtype=np.float64):

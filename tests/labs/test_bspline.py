@@ -79,6 +79,18 @@ def test_bare_coefficients_unit_cube():
     bs.validate(got, bs.reference(x.coefs, x.positions), rtol=1e-12)
 
 
+@pytest.mark.parametrize("grid", [(1, 2, 3), (3, 1, 4), (2, 2, 2)])
+def test_grid_axes_shorter_than_the_four_knots_wrap_every_index(grid):
+    """An axis of 1–3 points: the four knots of a position wrap more than once (knot i0 + 3 of a
+    2-point axis is point 1 again); every layout still matches the reference and the oracle."""
+    x = bs.make_inputs({"grid": grid, "n": 5, "positions": 7}, seed=3)
+    ref = bs.reference(x)
+    for layout, tile in (("aos", None), ("soa", None), ("aosoa", 2)):
+        bs.validate(bs.evaluate_vgh(x, x.positions, layout=layout, tile=tile), ref, rtol=1e-12)
+    idx, _ = bs.prefactors(x.positions, grid)
+    assert all(0 <= idx[:, a].min() and idx[:, a].max() < grid[a] for a in range(3))
+
+
 def test_hessian_symmetric(inp):
     _, _, h = bs.evaluate_vgh(inp, inp.positions, layout="soa")
     assert np.array_equal(h, np.swapaxes(h, -1, -2))
