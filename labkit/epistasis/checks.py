@@ -30,8 +30,10 @@ from labkit.epistasis.kernels import (combine_popcount, mi_masked, popcount_lut_
 POPCOUNT_NEED = 1.5
 #: a vector shift of a constant (or loop-invariant) table by a per-lane amount: the 16-entry
 #: table read in a register (``vpsrlvq``), the technique numba can vectorise without a shuffle
+#: (fixed vectors, ``<8 x i64>``, and SVE's scalable ones, ``<vscale x 2 x i64>``)
 _REGISTER_LOOKUP = re.compile(
-    r"= lshr <\d+ x i\d+> (?:splat \([^)]*\)|<[^>]*>|%broadcast\.splat[\w.]*), %[\w.]+")
+    r"= lshr <(?:vscale x )?\d+ x i\d+> (?:splat \([^)]*\)|<[^>]*>|%broadcast\.splat[\w.]*), "
+    r"%[\w.]+")
 
 
 def _no_ctpop_gate(student, signature) -> None:

@@ -6,6 +6,7 @@ fail: the hardware popcount (or a bit trick LLVM turns into one), a 16-entry tab
 does not vectorise, and tables in memory that do (a byte table; nibbles looked up per word), the
 branchy MI, tables built from scratch for every combination, a
 prediction from n³ or that ignores the ranks."""
+import numpy as np
 import pytest
 
 from labkit import check, hints
@@ -175,6 +176,23 @@ def test_popcount_is_timed_against_the_same_table_in_memory():
     r = check.run_source("popcount", sol.source, sol.imports, function=sol.function)
     assert r.passed, str(r)
     assert "table read in a register" in r.message and "ep.popcount_nibble" in r.message, str(r)
+
+
+@pytest.mark.parametrize("cpu, features", [("znver4", None), ("haswell", None),
+                                           ("neoverse-n1", None), ("neoverse-v1", "+sve")])
+def test_register_lookup_is_seen_in_every_targets_ir(cpu, features):
+    """The register-table gate reads the lookup in fixed vectors (AVX-512, AVX2, NEON) and in
+    SVE's scalable ones (``<vscale x 2 x i64>``): labkit's answer shows it for every target, the
+    byte table and the nibble array for none — compiled here for each, never run."""
+    from labkit.epistasis import kernels as K
+    from labkit.epistasis.checks import _REGISTER_LOOKUP
+    from labkit.inspect.retarget import _retarget, _signature_args
+    words = np.arange(64, dtype=np.uint64)
+    for fn, expect in ((K.popcount_lut_register, True), (K.popcount_table, False),
+                       (K.popcount_nibble, False)):
+        fn(words)
+        ir, _ = _retarget(fn, _signature_args(fn, None), cpu, features, None)
+        assert bool(_REGISTER_LOOKUP.search(ir)) is expect, (cpu, fn.__name__)
 
 
 # ------------------------------------------------------------------ masked MI
