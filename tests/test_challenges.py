@@ -480,7 +480,8 @@ def test_the_starting_point_as_given_is_no_change_at_once(lab, monkeypatch):
 def test_is_start_looks_at_the_code_not_the_comments():
     mod = _lab("pcc")
     src = mod.start_source()
-    same = _student("pcc", "# mine\n" + src.replace("\n    n, l = X.shape", "\n\n    n, l = X.shape  # ok"))
+    same = _student("pcc", "# mine\n" + src.replace("\n    n, l = X.shape",
+                                                     "\n\n    n, l = X.shape  # ok"))
     assert C.is_start(same, mod.CHALLENGE.start)
     for changed in (src.replace('"""', '"""Mine. ', 1),                        # its docstring
                     src.replace("@njit", "@njit(fastmath=True)", 1),            # its options
