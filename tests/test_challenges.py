@@ -437,6 +437,9 @@ def test_the_notebook_ends_with_the_challenge_its_rules_and_solution_from_the_mo
         f"solutions/{_NB[lab]}.md: the solution region differs from labkit.{lab}.challenge."
         "SOLUTION — paste the module's SOLUTION (tests/test_challenges.py)")
     assert ex.metadata["labkit"]["start"] == f"labkit.{lab}.challenge:start_source"
+    from labkit import hints                 # hint 1 above the region, as every exercise's stub
+    above = ex.source.split("\n### BEGIN SOLUTION", 1)[0].splitlines()[-1]
+    assert above == "# Hint: " + " ".join(hints.get(name).texts[0].split()), above
     i = tail.index(ex)
     chk = tail[i + 1]
     fb = next(c for c in tail[i + 2:] if c.cell_type == "code")
