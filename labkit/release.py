@@ -13,6 +13,16 @@ directly above the BEGIN marker (they stay in the stub). In markdown cells the r
 "YOUR ANSWER HERE". Nested or unterminated markers are hard errors, and so is an nbval comment
 line (``# NBVAL_IGNORE_OUTPUT``): nbval reads cell tags (``nbval-ignore-output``) instead.
 
+A challenge's exercise cell (the last section of labs 01–04, docs/challenges.md) starts from
+working code instead of a stub: its cell metadata names where the starting point's source comes
+from, ``labkit: {start: "labkit.<lab>.challenge:start_source"}`` (a function returning the
+source, or a string attribute; ``module`` alone means ``module:start_source``). The release
+replaces that cell's one solution region by the source — the very function the check times as
+0 points, so the two cannot drift; ``labkit release --check`` reports a copy whose start has
+changed. The source must compile and define the exercise's function (``ex-<name>`` →
+``def <name>(``); anything else is a hard error. nbgrader's own ``generate_assignment`` knows
+nothing of it (it stubs the region): release labkit's student copies.
+
 No answer before it is earned: a cell that reveals an exercise's answer asks
 ``check.earned("name")`` and otherwise prints ``check.locked("name", what)``. Release refuses such
 a cell when it does not print the locked line, or when it comes before the exercise's check cell
@@ -34,7 +44,8 @@ END = "### END SOLUTION"
 GENERATED_NOTE = ("*Student copy generated from `solutions/{name}` by `labkit release` "
                   "(`make notebooks`); edit the solution, not this file.*")
 
-__all__ = ["ReleaseError", "strip_source", "release_notebook", "release", "main", "ROOT"]
+__all__ = ["ReleaseError", "strip_source", "start_source", "release_notebook", "release", "main",
+           "ROOT"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,12 +67,14 @@ def _hint_above(lines: list[str], i: int) -> str:
 
 
 def strip_source(source: str, *, cell_type: str = "code", where: str = "",
-                 grade_id: str = "") -> str:
-    """Replace every marked solution region in one cell's source by a stub."""
+                 grade_id: str = "", start: str | None = None) -> str:
+    """Replace every marked solution region in one cell's source by a stub — or, given
+    ``start`` (a challenge's starting point), the one region by that source."""
     lines = source.split("\n")
     out: list[str] = []
     inside = False
     begin_line = 0
+    regions = 0
     for i, line in enumerate(lines):
         s = line.strip()
         if s.startswith(BEGIN):
@@ -69,8 +82,16 @@ def strip_source(source: str, *, cell_type: str = "code", where: str = "",
                 raise ReleaseError(f"{where}: nested '{BEGIN}' at line {i + 1} "
                                    f"(previous one at line {begin_line + 1})")
             inside, begin_line = True, i
+            regions += 1
             indent = line[: len(line) - len(line.lstrip())]
-            if cell_type == "code":
+            if start is not None:
+                if cell_type != "code" or regions > 1:
+                    raise ReleaseError(f"{where}: a cell with a starting point (metadata "
+                                       "labkit.start) holds exactly one solution region, in a "
+                                       "code cell")
+                out.extend(indent + ln if ln.strip() else ""
+                           for ln in start.rstrip("\n").split("\n"))
+            elif cell_type == "code":
                 hint = _hint_above(lines, i)
                 if not hint:
                     what = f"exercise {grade_id}" if grade_id else "this exercise"
@@ -87,7 +108,42 @@ def strip_source(source: str, *, cell_type: str = "code", where: str = "",
             out.append(line)
     if inside:
         raise ReleaseError(f"{where}: '{BEGIN}' at line {begin_line + 1} is never closed")
+    if start is not None and not regions:
+        raise ReleaseError(f"{where}: metadata labkit.start names a starting point, but the cell "
+                           f"has no '{BEGIN}' … '{END}' region to put it in")
     return "\n".join(out)
+
+
+def start_source(spec, *, where: str = "", grade_id: str = "") -> str:
+    """The starting point's source named by a cell's ``labkit.start`` metadata
+    (``"labkit.<lab>.challenge:start_source"``; ``module`` alone: its ``start_source``),
+    checked: it compiles and defines the exercise's function."""
+    import importlib
+    if not isinstance(spec, str) or not spec.strip():
+        raise ReleaseError(f"{where}: labkit.start must name a function, e.g. "
+                           "\"labkit.alignment.challenge:start_source\", got {spec!r}")
+    mod, _, attr = spec.strip().partition(":")
+    attr = attr or "start_source"
+    if not mod.startswith("labkit."):
+        raise ReleaseError(f"{where}: labkit.start {spec!r}: the starting point comes from "
+                           "labkit's own modules (labkit.<lab>.challenge)")
+    try:
+        obj = getattr(importlib.import_module(mod), attr)
+    except (ImportError, AttributeError) as e:
+        raise ReleaseError(f"{where}: labkit.start {spec!r} cannot be read: {e}") from None
+    text = obj() if callable(obj) else obj
+    if not isinstance(text, str) or not text.strip():
+        raise ReleaseError(f"{where}: labkit.start {spec!r} gave {type(text).__name__}, not the "
+                           "starting point's source")
+    try:
+        compile(text, f"<{spec}>", "exec")
+    except SyntaxError as e:
+        raise ReleaseError(f"{where}: the starting point {spec!r} does not compile: {e}") from None
+    name = str(grade_id)[3:] if str(grade_id).startswith("ex-") else ""
+    if name and not re.search(rf"^def {re.escape(name)}\(", text, re.MULTILINE):
+        raise ReleaseError(f"{where}: the starting point {spec!r} defines no function "
+                           f"{name}() (the exercise {grade_id}'s check cell passes it)")
+    return text
 
 
 _TAGS = {"# NBVAL_IGNORE_OUTPUT": "nbval-ignore-output", "# NBVAL_SKIP": "nbval-skip",
@@ -140,12 +196,19 @@ def release_notebook(nb, name: str = "notebook.ipynb"):
                 raise ReleaseError(f"{where}: duplicate grade_id {gid!r}")
             seen_ids.add(gid)
         has_marker = BEGIN in cell.source or END in cell.source
+        spec = (meta.get("labkit") or {}).get("start") if isinstance(meta.get("labkit"),
+                                                                      dict) else None
+        if spec is not None and not has_marker:
+            raise ReleaseError(f"{where}: metadata labkit.start names a starting point, but the "
+                               f"cell has no '{BEGIN}' … '{END}' region to put it in")
         if has_marker:
             if not (nbg and nbg.get("solution")):
                 raise ReleaseError(f"{where}: solution markers in a cell without "
                                    "nbgrader metadata {'solution': true, 'grade_id': …}")
+            start = (start_source(spec, where=where, grade_id=gid)
+                     if spec is not None else None)
             cell.source = strip_source(cell.source, cell_type=cell.cell_type, where=where,
-                                       grade_id=gid)
+                                       grade_id=gid, start=start)
         if nbg and nbg.get("grade") and not nbg.get("solution"):
             nbg["locked"] = True
             meta["deletable"] = False

@@ -14,6 +14,7 @@ import math
 import sys
 import types
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -275,10 +276,14 @@ def test_every_lab_registers_its_challenge_through_the_registry():
 def _student(lab, source, name=None):
     """Load ``source`` (+ the challenge's imports) as a notebook cell would be: a module that is
     not labkit's."""
+    import linecache
     mod = _lab(lab)
     m = types.ModuleType(f"challenge_student_{lab}_{abs(hash(source))}")
     sys.modules[m.__name__] = m
-    exec(compile(mod.SOLUTION_IMPORTS + source, m.__name__, "exec"), vars(m))
+    text = mod.SOLUTION_IMPORTS + source
+    filename = f"<{m.__name__}>"                 # its source readable, as the worker's cells
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(text, filename, "exec"), vars(m))
     return getattr(m, name or mod.CHALLENGE.name)
 
 
@@ -396,6 +401,130 @@ def test_prange_shape_checks_are_no_escape_hatch():
     assert hatches.refusal(m.f) is None
 
 
+# ------------------------------------------------------------------ the notebooks' last section
+_NB = {"alignment": "01_alignment", "bspline": "02_bspline", "pcc": "03_pcc",
+       "epistasis": "04_epistasis"}
+
+
+def _source_cells(lab):
+    from labkit import notebooks as lknb
+    from labkit.release import ROOT
+    return lknb.read_source(ROOT / "solutions" / f"{_NB[lab]}.md").cells
+
+
+def _gid(c):
+    return (c.metadata.get("nbgrader") or {}).get("grade_id")
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_notebook_ends_with_the_challenge_its_rules_and_solution_from_the_module(lab):
+    """Each lab's last section holds the challenge as labkit.<lab>.challenge has it, so the two
+    cannot drift: a markdown cell equal to RULES, the exercise cell whose solution region is
+    SOLUTION (its start named in the cell's metadata for the release), the check cell (4
+    points), then the feedback cell; the imports SOLUTION needs come from earlier cells."""
+    from labkit.check.loader import imports_only
+    mod, cells = _lab(lab), _source_cells(lab)
+    name = mod.CHALLENGE.name
+    heads = [i for i, c in enumerate(cells) if c.cell_type == "markdown"
+             and "Challenge: make it fast" in c.source]
+    assert len(heads) == 1, lab
+    tail = cells[heads[0]:]
+    assert [c.source for c in tail if c.cell_type == "markdown"].count(mod.RULES) == 1, (
+        f"solutions/{_NB[lab]}.md: the rules cell differs from labkit.{lab}.challenge.RULES")
+    ex = next(c for c in tail if _gid(c) == f"ex-{name}")
+    region = ex.source.split("### BEGIN SOLUTION\n", 1)[1].split("\n### END SOLUTION", 1)[0]
+    assert region == mod.SOLUTION.rstrip("\n"), (
+        f"solutions/{_NB[lab]}.md: the solution region differs from labkit.{lab}.challenge."
+        "SOLUTION — paste the module's SOLUTION (tests/test_challenges.py)")
+    assert ex.metadata["labkit"]["start"] == f"labkit.{lab}.challenge:start_source"
+    from labkit import hints                 # hint 1 above the region, as every exercise's stub
+    above = ex.source.split("\n### BEGIN SOLUTION", 1)[0].splitlines()[-1]
+    assert above == "# Hint: " + " ".join(hints.get(name).texts[0].split()), above
+    i = tail.index(ex)
+    chk = tail[i + 1]
+    fb = next(c for c in tail[i + 2:] if c.cell_type == "code")
+    assert _gid(chk) == f"check-{name}" and chk.source.strip() == f"check.{name}({name})"
+    assert chk.metadata["nbgrader"]["points"] == check.get(name).points == 4
+    assert f'feedback("{name}")' in fb.source and "nbval-ignore-output" in fb.metadata["tags"]
+    assert all(c.cell_type == "markdown" or _gid(c) or "feedback(" in c.source for c in tail)
+    before = "".join(imports_only(c.source) for c in cells[:heads[0]] if c.cell_type == "code")
+    for line in mod.SOLUTION_IMPORTS.strip().splitlines():
+        assert line in before, f"{_NB[lab]}: an earlier cell must `{line}` for the solution"
+
+
+def _student_copy_cell(lab):
+    """The challenge's exercise cell of the student copy (labkit release) and the imports of
+    the copy's earlier cells."""
+    from labkit.check.loader import imports_only
+    from labkit.release import release_notebook
+    nb = nbformat.v4.new_notebook()
+    nb.cells = _source_cells(lab)
+    stu = release_notebook(nb, f"{_NB[lab]}.md").cells
+    name = _lab(lab).CHALLENGE.name
+    i = next(k for k, c in enumerate(stu) if _gid(c) == f"ex-{name}")
+    return stu[i].source, "".join(imports_only(c.source) for c in stu[:i]
+                                  if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_starting_point_as_given_is_no_change_at_once(lab, monkeypatch):
+    """The unsolved student copy earns 0 on its challenge — in every mode, LABKIT_SPEED=report
+    (this suite's) too, where a correct function gets the points: the start as given is
+    recognised (the same def and options) and told 'no change' before anything is timed."""
+    monkeypatch.setenv("LABKIT_SPEED", "report")
+    source, imports = _student_copy_cell(lab)
+    name = _lab(lab).CHALLENGE.name
+    r = check.run_source(name, source, imports, function=name)
+    assert not r.passed and r.points == 0 and r.verdict == "no change", str(r)
+    assert "starting point as the notebook gives it" in r.message, r.message
+    assert r.details["challenge"] == {"unchanged": True, "judged": False}
+
+
+def test_is_start_looks_at_the_code_not_the_comments():
+    mod = _lab("pcc")
+    src = mod.start_source()
+    same = _student("pcc", "# mine\n" + src.replace("\n    n, l = X.shape",
+                                                     "\n\n    n, l = X.shape  # ok"))
+    assert C.is_start(same, mod.CHALLENGE.start)
+    for changed in (src.replace('"""', '"""Mine. ', 1),                        # its docstring
+                    src.replace("@njit", "@njit(fastmath=True)", 1),            # its options
+                    src.replace("n, l = X.shape", "n, m = X.shape\n    l = m", 1)):
+        assert not C.is_start(_student("pcc", changed), mod.CHALLENGE.start), changed
+    assert not C.is_start(lambda X, t: X, mod.CHALLENGE.start)
+
+
+def test_feedback_is_locked_until_the_check_ran_then_shows_the_facts(monkeypatch):
+    from labkit.check import framework
+    monkeypatch.setattr(framework, "_LAST", {})
+    assert "🔒" in str(C.feedback("align_challenge"))
+    with pytest.raises(AttributeError, match="no exercise named"):
+        C.feedback("no_such_challenge")
+    facts = {"ratio": 0.82, "ratio_low": 0.8, "ratio_high": 0.85, "vs_start": 21.0,
+             "scale": 27.0, "position": 0.94, "position_low": 0.93, "position_high": 0.95,
+             "rounds": 7, "tier": 1.0, "decided": True, "judged": True, "vector_bits": 0,
+             "roof_share": 0.31, "roof": "the int16 ALU roof", "threads": 1,
+             "steps": {"align_batched": 1.4}}
+    framework.finish(check.CheckResult("align_challenge", True, 4.0, 4.0, "passed", "ok",
+                                       {"challenge": facts}))
+    text = str(C.feedback("align_challenge"))
+    for part in ("✔", "0.82×", "0.80× – 0.85×", "21.00×", "27.00×", "0.94", "full",
+                 "scalar", "31%", "the int16 ALU roof", "`align_batched`", "1.40×",
+                 "Your hot loop is scalar"):
+        assert part in text, (part, text)
+    facts.update(tier=0.5, vector_bits=256, lanes=16, lane_type="int16")
+    monkeypatch.setenv("LABKIT_NATIVE_BITS", "512")
+    framework.finish(check.CheckResult("align_challenge", True, 2.0, 4.0, "passed", "ok",
+                                       {"challenge": facts}))
+    text = str(C.feedback("align_challenge"))
+    assert "½; ¾ from position 0.55" in text and "256-bit vectors, 16 int16 lanes" in text
+    assert "numba emits 512-bit vectors" in text, text
+    framework.finish(check.CheckResult("align_challenge", False, 0, 4.0, "wrong", "no"))
+    assert "stopped before timing" in str(C.feedback("align_challenge"))
+    framework.finish(check.CheckResult("align_challenge", False, 0, 4.0, "no change", "same",
+                                       {"challenge": {"unchanged": True}}))
+    assert "still the starting point" in C.feedback("align_challenge")._repr_markdown_()
+
+
 # ------------------------------------------------------------------ real timing (full tier)
 #: A run on a machine too busy to place the student says so; that is the only other outcome the
 #: real-timing tests accept.
@@ -427,8 +556,11 @@ def test_real_timing_solution_full_start_nothing_slowed_a_middle_tier(lab, monke
     sol = _grade(lab, _lab(lab).SOLUTION)
     assert sol.verdict == "passed" and sol.points == 4 or \
         (sol.verdict == "inconclusive" and _BUSY in sol.message), str(sol)
-    start = _grade(lab, _lab(lab).start_source())
+    # the starting point with one word of its docstring changed: timed as a student's own code
+    # (the unchanged start is "no change" before any timing: test_the_starting_point_as_given_…)
+    start = _grade(lab, _lab(lab).start_source().replace('"""', '"""My copy: ', 1))
     assert start.points == 0 and not start.passed, str(start)
+    assert "challenge" in start.details and not start.details["challenge"].get("unchanged")
     assert start.verdict in ("no change", "slower", "not fast enough") or \
         (start.verdict == "inconclusive" and _BUSY in start.message), str(start)
     slow = _grade(lab, _slowed(lab))

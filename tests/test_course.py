@@ -654,7 +654,10 @@ def test_gradescope_run_writes_results(tmp_path, klass):
     assert G.run(ag, tmp_path / "submission", res, grade_cmd=[sys.executable, str(script)]) == 0
     doc = json.loads(res.read_text())
     assert G.validate(doc) == []
-    assert doc["score"] == 10.0                     # 7/7 of 01_alignment scaled to 10
+    # 7 points of 01_alignment (its 4 guided exercises: the fake rows; its challenge not
+    # handed in) scaled to 10 by the lab's maximum in the real solution notebook
+    lab_max = json.loads((ag / G.CONFIG).read_text())["lab_max"]["01_alignment"]
+    assert doc["score"] == pytest.approx(10 * 7 / lab_max, abs=0.01)
     assert len(doc["tests"]) == 4
     assert "02_bspline is not part of this assignment" in doc["output"]
     assert "00_tools is not part of this assignment" in doc["output"]

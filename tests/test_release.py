@@ -200,3 +200,92 @@ def test_a_cell_that_reveals_an_answer_must_come_after_its_check_and_show_the_lo
         rel.release_notebook(_nb([_ex(SOLVED), _check("check.a(f)"), silent]), "x.ipynb")
     ok = rel.release_notebook(_nb([_ex(SOLVED), _check("check.a(f)"), reveal]), "x.ipynb")
     assert ok.cells[2].source == reveal.source
+
+
+# ------------------------------------------------------------------ challenges: the starting point
+START = "labkit.alignment.challenge:start_source"
+CHALLENGE_CELL = ("# make it fast\n### BEGIN SOLUTION\n@njit\ndef align_challenge(seqs1, seqs2):\n"
+                  "    return fast(seqs1, seqs2)\n### END SOLUTION")
+
+
+def _start_cell(source=CHALLENGE_CELL, gid="ex-align_challenge", spec=START):
+    c = _ex(source, gid)
+    c.metadata["labkit"] = {"start": spec}
+    return c
+
+
+def test_a_challenge_cell_releases_with_its_starting_point_not_a_stub():
+    """Issue 42: the student copy of a challenge starts from working code — the very source
+    the check times as 0 points (labkit.<lab>.challenge.start_source()), in place of the
+    solution region; lines outside the region stay."""
+    from labkit.alignment.challenge import start_source
+    nb = _nb([_start_cell(), _check("check.align_challenge(align_challenge)",
+                                    "check-align_challenge")])
+    out = rel.release_notebook(nb, "01_x.ipynb").cells[0]
+    assert out.source == "# make it fast\n" + start_source().rstrip("\n")
+    assert "fast(seqs1" not in out.source and "NotImplementedError" not in out.source
+    assert "BEGIN SOLUTION" not in out.source
+    assert out.metadata["labkit"] == {"start": START}          # kept: says where it came from
+    compile(out.source, "<student>", "exec")
+
+
+def test_a_module_alone_means_its_start_source():
+    a = rel.start_source("labkit.alignment.challenge", grade_id="ex-align_challenge")
+    assert a == rel.start_source(START, grade_id="ex-align_challenge")
+
+
+@pytest.mark.parametrize("cell, what", [
+    (lambda: _start_cell(gid="ex-other"), "defines no function other"),
+    (lambda: _start_cell(spec="numpy:sum"), "labkit's own modules"),
+    (lambda: _start_cell(spec="labkit.alignment.challenge:nope"), "cannot be read"),
+    (lambda: _start_cell(spec="labkit.alignment.challenge:MAX_LENGTH"), "not the starting"),
+    (lambda: _start_cell(spec=""), "must name a function"),
+    (lambda: _start_cell(source="@njit\ndef align_challenge(a, b):\n    return a"),
+     "no '### BEGIN SOLUTION'"),
+    (lambda: _start_cell(source=CHALLENGE_CELL + "\n" + CHALLENGE_CELL), "exactly one solution"),
+])
+def test_a_bad_starting_point_is_a_hard_error(cell, what):
+    with pytest.raises(rel.ReleaseError, match=what):
+        rel.release_notebook(_nb([cell()]), "x.ipynb")
+
+
+def test_release_check_sees_a_changed_starting_point(tmp_path, monkeypatch):
+    """The student copy's start is computed at release: when the challenge's starting point
+    changes, `labkit release --check` says the copy is out of date."""
+    import jupytext
+
+    from labkit.alignment import challenge
+    src, dst = tmp_path / "solutions", tmp_path / "notebooks"
+    src.mkdir()
+    nb = _nb([nbformat.v4.new_markdown_cell("# Demo"), _start_cell(),
+              _check("check.align_challenge(align_challenge)", "check-align_challenge")])
+    (src / "01_demo.md").write_text(jupytext.writes(nb, fmt="md:myst"), encoding="utf-8")
+    assert rel.release(src, dst) == ["01_demo.ipynb"]
+    assert rel.release(src, dst, check=True) == []
+    monkeypatch.setattr(challenge, "start_source",
+                        lambda: "@njit\ndef align_challenge(seqs1, seqs2):\n    return 0\n")
+    assert rel.release(src, dst, check=True) == ["01_demo.ipynb"]
+
+
+def test_every_lab_student_copy_starts_its_challenge_from_the_starting_point():
+    """notebooks/NN.ipynb: each lab's challenge cell holds the starting point (the check's own
+    start_source()), not the solution, not a stub."""
+    import importlib
+
+    from labkit import registry
+    seen = 0
+    for lab in registry.LABS:
+        try:
+            mod = importlib.import_module(f"{lab.module}.challenge")
+        except ModuleNotFoundError:
+            continue
+        stu = nbformat.read(rel.ROOT / "notebooks" / f"{lab.notebook}.ipynb", as_version=4)
+        gid = f"ex-{mod.CHALLENGE.name}"
+        cell = next(c for c in stu.cells
+                    if (c.metadata.get("nbgrader") or {}).get("grade_id") == gid)
+        start = mod.start_source().rstrip("\n")
+        assert start in cell.source, lab.notebook
+        rest = cell.source.replace(start, "")
+        assert "def " not in rest and "NotImplementedError" not in rest, rest   # nothing else
+        seen += 1
+    assert seen == 4

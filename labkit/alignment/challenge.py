@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 import labkit.jit  # noqa: F401 - numba's cache key holds labkit's sources (CONTRIBUTING)
+from labkit import hints
 from labkit.check import exercise
 from labkit.check.challenge import Challenge, judge
 
@@ -188,6 +189,25 @@ CHALLENGE = Challenge(
     name="align_challenge", start=align_challenge, labkit=labkit_align, timing_input=_timing,
     cases=_cases, reference=_reference, compare=_compare,
     steps={"align_batched": _batched_step}, roof=_roof, hot_dtype="i16", rules=RULES)
+
+
+#: What `hints.next('align_challenge')` reveals, one tier at a time (a failing check names it).
+hints.define(
+    'align_challenge',
+    "The starting point aligns one pair at a time: every DP cell waits for its left, upper and "
+    "diagonal neighbours, so its inner loop is one chain the compiler cannot vectorise, and its"
+    " int64 cells would fill only 8 lanes of a 512-bit register anyway. The independent work "
+    "lies across pairs (sections 4–5), and every score of these lengths fits int16 (section 6).",
+    "Sort the pairs by length so the pairs of one group are alike; per group of 64 pairs copy "
+    "the letters into (length, 64) arrays — one pair per lane, zero-padded — and run the DP "
+    "with the loop over the 64 lanes innermost, every value and constant np.int16; read each "
+    "pair's score at its own (len1, len2) cell. Several DP columns per sweep save loads and "
+    "stores (section 8).",
+    "for t in range(0, n, 64): A = np.zeros((L1, 64), np.uint8); B = np.zeros((L2, 64), "
+    "np.uint8) (pair k's letters down column k); for j in range(L2): for i in range(1, L1 + 1):"
+    " for k in range(64): e = max(E[i, k] + ge, H[i, k] + go); f = max(F[k] + ge, H[i - 1, k] +"
+    " go) … all int16; out[k] = H[len1[k], k] once j + 1 == len2[k].",
+)
 
 
 @exercise("align_challenge", points=4,

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 import labkit.jit  # noqa: F401 - numba's cache key holds labkit's sources (CONTRIBUTING)
+from labkit import hints
 from labkit.check import exercise
 from labkit.check.challenge import Challenge, judge
 
@@ -203,6 +204,27 @@ CHALLENGE = Challenge(
     labkit_result=_labkit_result,
     steps={"AoS (vgh_aos)": _step("aos", False), "SoA (vgh_soa)": _step("soa", False)},
     roof=_roof, hot_dtype="double", rules=RULES)
+
+
+#: What `hints.next('vgh_challenge')` reveals, one tier at a time (a failing check names it).
+hints.define(
+    'vgh_challenge',
+    "The starting point walks spline by spline: for each of the N splines it reads 64 "
+    "coefficients N apart in memory and recomputes the position's weights, so no inner loop is "
+    "contiguous and nothing is vectorised. The weights depend on the position only (section 1):"
+    " compute them once per position, and the loop over splines becomes the contiguous, "
+    "independent one — SoA (sections 3–4).",
+    "Per position: wrap it into the box, compute the 4 weights per axis and their first and "
+    "second derivatives once; then for each of the 64 grid points loop over the splines "
+    "innermost, accumulating the 10 independent quantities (value, 3 gradient, 6 Hessian) in "
+    "per-spline scratch rows small enough for L1 (section 5); at the end write them, and the "
+    "symmetric Hessian entries, into the canonical arrays.",
+    "for p in range(P): (weights a, da, d2a per axis); acc = np.zeros((10, N)); for i in "
+    "range(4): for j in range(4): for k in range(4): row = coefs[xi[i], yi[j], zi[k]]  # (N,) "
+    "contiguous; w = a[i] * b[j] * c[k]; gx = da[i] * b[j] * c[k] …; for n in range(N): acc[0, "
+    "n] += w * row[n]; acc[1, n] += gx * row[n] …; then value[p] = acc[0]; grad[p, :, 0] = "
+    "acc[1] …",
+)
 
 
 @exercise("vgh_challenge", points=4, outputs=(2, 3, 4),

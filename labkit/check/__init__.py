@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from labkit._common import mismatch
 
-from .framework import (Exercise, award, current, earned, exercise, get, locked, names, note,
-                        rng, run, seed, speed_enforced)
+from .framework import (Exercise, award, current, earned, exercise, get, last, locked, names,
+                        note, rng, run, seed, speed_enforced)
 from .gates import (accumulators_gate, fma_gate, lanes_gate, native_bits, native_lanes,
                     no_branch_gate, no_fastmath_gate, not_blas_gate, record_order,
                     require_njit, vectorized_gate)
@@ -50,7 +50,7 @@ __all__ = [
     "seed", "speed_gate", "vectorized_gate", "lanes_gate", "no_branch_gate", "fma_gate",
     "no_fastmath_gate", "accumulators_gate", "not_blas_gate", "record_order", "require_njit",
     "native_bits", "native_lanes", "CheckFailure", "speed_enforced", "note", "get", "current",
-    "restart_worker", "Exercise", "earned", "locked", "award",
+    "restart_worker", "Exercise", "earned", "locked", "award", "last",
 ]
 
 _note = note

@@ -59,7 +59,7 @@ from .guard import Guard, is_dispatcher, unwrap
 from .result import CheckFailure
 
 __all__ = ["Challenge", "judge", "TIERS", "FULL_AT", "MIN_SCALE", "tier_of", "position",
-           "Placement", "place", "describe_tier"]
+           "Placement", "place", "describe_tier", "is_start", "feedback", "Feedback"]
 
 #: Position from which the full points are earned. Not 1: labkit's kernels use what a plain
 #: ``@njit`` cannot (``labkit.jit``'s ``noalias`` and full-width vectors, LLVM intrinsics —
@@ -257,6 +257,61 @@ def _correct(student, ch: Challenge, g: np.random.Generator) -> int:
     return len(cases)
 
 
+def _definition(fn) -> str | None:
+    """The AST of ``fn``'s ``def`` (decorators left out; no comments, blank lines or line
+    numbers), or None when its source cannot be read."""
+    import ast
+    import inspect
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    node.decorator_list = []
+    return ast.dump(node)
+
+
+def _global(fn, name: str):
+    g = getattr(fn, "__globals__", {})
+    if name in g:
+        return g[name]
+    import builtins
+    return getattr(builtins, name, _MISSING)
+
+
+_MISSING = object()
+
+
+def is_start(fn, start) -> bool:
+    """True when ``fn`` is ``start`` unchanged: two numba dispatchers of the same ``def`` (its
+    syntax tree: comments, blank lines and where it was written aside), compiled with the same
+    options (``cache`` aside), whose global names are the same objects. A changed docstring,
+    variable or option is a change (timed as any other function)."""
+    if not (is_dispatcher(fn) and is_dispatcher(start)):
+        return False
+    a, b = getattr(fn, "py_func", None), getattr(start, "py_func", None)
+    if a is None or b is None:
+        return False
+    if a is b:
+        return True
+    opts = lambda d: {k: v for k, v in dict(getattr(d, "targetoptions", {})).items()  # noqa: E731
+                      if k != "cache"}
+    if opts(fn) != opts(start):
+        return False
+    mine = _definition(a)
+    if mine is None or mine != _definition(b):
+        return False
+    for name in a.__code__.co_names:
+        x, y = _global(a, name), _global(b, name)
+        if x is not y and not (getattr(x, "__name__", 1) == getattr(y, "__name__", 2)
+                               and type(x).__name__ == type(y).__name__ == "module"):
+            return False
+    return True
+
+
 def _loops(fn, args, min_time: float) -> int:
     return _speed._loops_for(fn, args, min_time)
 
@@ -264,8 +319,18 @@ def _loops(fn, args, min_time: float) -> int:
 def judge(student, ch: Challenge) -> str:
     """Grade ``student`` on ``ch``: correctness, then its tier (see the module's docstring).
     Returns the message of a passed check (its share set with :func:`award`); raises
-    :class:`CheckFailure` / ``AssertionError`` otherwise."""
+    :class:`CheckFailure` / ``AssertionError`` otherwise. The starting point as the student copy
+    gives it (:func:`is_start`) is ``no change`` at once, in every mode: nothing to time (and
+    ``LABKIT_SPEED=report``, which gives a correct function the points, gives it none)."""
     _require_timed(student)
+    if is_start(unwrap(student), ch.start):
+        ctx = current()
+        if ctx is not None:
+            ctx.details["challenge"] = {"unchanged": True, "judged": speed_enforced()}
+        raise CheckFailure("no change", "this is the starting point as the notebook gives it "
+                                        "(the same code and @njit options): 0 points — make it "
+                                        "faster (the challenge's rules say what is allowed; the "
+                                        "lab's sections are the steps)")
     t_begin = _wall()
     g = rng()
     with one_thread():
@@ -556,4 +621,110 @@ def _steps(ch: Challenge, timed, guard) -> dict:
         except Exception:  # noqa: BLE001 - a step that cannot run here is left out
             continue
         out[name] = round(min(tk) / max(min(ts), 1e-12), 3)
+    return out
+
+
+# ---------------------------------------------------------------- the notebook's feedback cell
+class Feedback:
+    """What :func:`feedback` shows: Markdown in a notebook, the same text elsewhere."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
+def _x(v) -> str:
+    return f"{float(v):.2f}×" if isinstance(v, (int, float)) else "—"
+
+
+def feedback(name: str) -> Feedback:
+    """The feedback of the latest ``check.<name>(…)`` in this kernel (a challenge): the facts of
+    ``details["challenge"]`` — the speed beside both anchors and the lab's steps, the position
+    and tier, the hot loop's vector width and lanes, the share of the lab's roof, the threads —
+    and where to look next. Before the check ran: one locked line saying so."""
+    from .framework import last
+    r = last(name)
+    if r is None:
+        return Feedback(f"🔒 This cell shows your kernel's feedback once `check.{name}` has run "
+                        "in this notebook: run the check cell above, then this cell again.")
+    return Feedback(feedback_text(r))
+
+
+def feedback_text(r) -> str:
+    """Markdown of one challenge result (a :class:`~labkit.check.result.CheckResult`)."""
+    mark = "✔" if r.passed else "✘"
+    head = f"**{mark} `{r.name}`: {r.verdict} — {r.points:g} / {r.max_points:g} points.**"
+    d = (r.details or {}).get("challenge")
+    if not isinstance(d, dict):
+        return (f"{head} The check stopped before timing your function: the message above says "
+                "why. Fix that first; the speed feedback follows once it is correct and your "
+                "own code.")
+    if d.get("unchanged"):
+        return (f"{head} This is still the starting point as the notebook gives it: change it, "
+                "then run the check again (the rules above say what is allowed; the lab's "
+                "sections are the steps).")
+    rows = [("your speed ÷ labkit's kernel's (the leaderboard's number)",
+             f"{_x(d.get('ratio'))} (interval {_x(d.get('ratio_low'))} – "
+             f"{_x(d.get('ratio_high'))})"),
+            ("your speed ÷ the starting point's", _x(d.get("vs_start"))),
+            ("labkit's kernel ÷ the starting point (the scale)", _x(d.get("scale"))),
+            ("position: 0 = the starting point, 1 = labkit's kernel",
+             f"{d.get('position', float('nan')):.2f} (interval {d.get('position_low', 0):.2f} – "
+             f"{d.get('position_high', 0):.2f}, {d.get('rounds', 0)} rounds)")]
+    tier = d.get("tier")
+    if tier is None:
+        rows.append(("tier", "undecided: the machine was too busy to place your kernel"))
+    else:
+        k = sum(1 for _, share in TIERS if share <= tier + 1e-9)
+        nxt = (f"; {describe_tier(k + 1)} from position {TIERS[k][0]:g}"
+               if k < len(TIERS) else "")
+        said = "" if d.get("judged", True) else (
+            " on this run — reported only (LABKIT_SPEED=report): the points do not depend on it")
+        rows.append(("tier", f"{describe_tier(k)}{said}{nxt}"))
+    bits = d.get("vector_bits")
+    if bits is not None:
+        lanes = d.get("lanes")
+        rows.append(("the hot loop", "scalar (no vector instructions)" if not bits else
+                     f"{bits}-bit vectors" + (f", {lanes} {d.get('lane_type')} lanes"
+                                              if lanes else "")))
+    if d.get("roof_share") is not None:
+        rows.append((f"share of {d.get('roof', 'the roof')}", f"{d['roof_share']:.0%}"))
+    rows.append(("threads", f"{d.get('threads', 1)}" + (f" ({d['threads_note']})"
+                                                         if d.get("threads_note") else "")))
+    for step, ratio in (d.get("steps") or {}).items():
+        rows.append((f"the lab's `{step}`: its time ÷ yours (best of three)", _x(ratio)))
+    table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+    nxt = _next_steps(d)
+    return head + "\n\n" + table + ("\n\n" + "\n".join(f"* {t}" for t in nxt) if nxt else "")
+
+
+def _next_steps(d: dict) -> list[str]:
+    """Where to look next, from facts that are not measured (the code's vectors, this CPU's)."""
+    out = []
+    bits, lanes, lane_type = d.get("vector_bits"), d.get("lanes"), d.get("lane_type")
+    try:
+        from .gates import native_bits, native_lanes
+        native = native_bits()
+        most = native_lanes(lane_type) if lane_type else None
+    except Exception:  # noqa: BLE001 - feedback only
+        native, most = None, None
+    if bits == 0:
+        out.append("Your hot loop is scalar: the lab's steps that put independent work into "
+                   "SIMD lanes are the next thing to apply.")
+    elif bits and native and bits < native:
+        out.append(f"Your hot loop's widest vectors are {bits}-bit; numba emits {native}-bit "
+                   "vectors for plain loops on this CPU: a loop it can vectorise whole (no "
+                   "branch, no call, unit stride) fills them.")
+    elif lanes and most and lanes < most:
+        out.append(f"Your hot loop holds {lanes} {lane_type} lanes per vector; this CPU's "
+                   f"{native}-bit vectors hold {most}: a narrower element type gives more.")
+    if d.get("threads_note"):
+        out.append("Threads do not count here: the check runs one thread (the rules above).")
     return out

@@ -27,7 +27,7 @@ import numpy as np
 from .result import MAX_MESSAGE, CheckFailure, CheckResult
 
 __all__ = ["Exercise", "exercise", "seed", "rng", "note", "award", "names", "get", "run",
-           "speed_enforced", "current"]
+           "speed_enforced", "current", "last"]
 
 
 # ---------------------------------------------------------------- seeds and inputs
@@ -143,6 +143,18 @@ def earned(name: str) -> bool:
     return name in _EARNED
 
 
+#: the latest result of each exercise's check in this process (see :func:`last`)
+_LAST: dict[str, CheckResult] = {}
+
+
+def last(name: str) -> CheckResult | None:
+    """The result of the latest ``check.<name>(…)`` in this kernel, passed or not (None before
+    it ran): what a notebook cell reads to show a check's details — a challenge's feedback
+    (:func:`labkit.check.challenge.feedback`)."""
+    get(name)                                   # an unknown exercise name is an error
+    return _LAST.get(name)
+
+
 def locked(name: str, what: str) -> str:
     """The one line such a cell shows instead, until :func:`earned` (``name``)."""
     get(name)
@@ -153,6 +165,7 @@ def locked(name: str, what: str) -> str:
 def finish(result: CheckResult, strict: bool = False) -> CheckResult:
     """Name the next hint on a failure, record (``LABKIT_RESULTS``) and apply strict mode
     (``LABKIT_CHECK_STRICT``, nbgrader)."""
+    _LAST[result.name] = result
     if result.passed:
         _EARNED.add(result.name)
     else:

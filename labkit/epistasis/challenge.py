@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 import labkit.jit  # noqa: F401 - numba's cache key holds labkit's sources (CONTRIBUTING)
+from labkit import hints
 from labkit.check import exercise
 from labkit.check.challenge import Challenge, judge
 
@@ -204,6 +205,25 @@ CHALLENGE = Challenge(
     timing_input=_timing, cases=_cases, reference=_reference, compare=_compare,
     result=_result,
     roof=None, hot_dtype="i64", rules=RULES)
+
+
+#: What `hints.next('epistasis_challenge')` reveals, one tier at a time (a failing check names it).
+hints.define(
+    'epistasis_challenge',
+    "The starting point counts every triple's table individual by individual: C(n, 3) × m "
+    "scalar steps. A count is a population count on bits (sections 2–4): one bit row per SNP, "
+    "genotype and class, and a cell's count is popcount(a & b & c) over 64 individuals per "
+    "word.",
+    "Pack the genotypes once into bit rows (SNP, genotype 0/1, class) × words — genotype 2 is "
+    "the rest; for each pair (a, b) AND its 9 row combinations once (the prefix table, section "
+    "6) and reuse it for every c > b: two popcounts per row and the third genotype by "
+    "subtraction; the MI from the counts with a precomputed c·ln c table (section 5); keep the "
+    "top k in a small sorted buffer.",
+    "bits[s, g, w] |= 1 << (k % 64) for individual k of a class; for a: for b > a: ab[3 ga + "
+    "gb, w] = rows[a][ga][w] & rows[b][gb][w]; for c > b: c0 = sum(popcount(ab[r, w] & bits[c, "
+    "0, w])), c1 = …, c2 = n_ab[r] - c0 - c1; popcount(x) as the SWAR count (x - ((x >> 1) & "
+    "0x5555…) …), which LLVM turns into the instruction.",
+)
 
 
 @exercise("epistasis_challenge", points=4,

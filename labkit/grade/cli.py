@@ -208,8 +208,10 @@ def write_outputs(results: list[dict], a, course=None, json_writer=None) -> int:
             write_json(results, a.json, _settings(a))
         else:
             json_writer(results, a.json)
+    from .course import leaderboard_names
     from .pages import write_pages
-    report, feedback = write_pages(results, Path(a.html) if a.html else out.parent)
+    report, feedback = write_pages(results, Path(a.html) if a.html else out.parent,
+                                   leaderboard_names(course))
     print(summary(results))
     _tell(results, f"{out}, {wide}" + (f", {a.json}" if a.json else ""), report, feedback)
     bad = [r for r in results if r.get("status") == "tampered"]

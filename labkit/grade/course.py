@@ -7,6 +7,7 @@ The course file (``course.toml``, documented in ``docs/course.md``, an example i
     [course]
     name = "CPU performance with numba"
     timezone = "Europe/Berlin"        # for due dates written without an offset
+    leaderboard_names = false         # true: the challenges' leaderboard shows roster names
 
     [roster]
     file = "roster.csv"               # optional: a Canvas / Moodle / Gradescope export
@@ -58,7 +59,8 @@ from .report import _cell, counted
 
 __all__ = ["CourseError", "Student", "Assignment", "Course", "load_course", "read_roster_csv",
            "roster_toml", "parse_time", "submission_time", "build_gradebook", "write_course",
-           "lab_max_points", "prepare", "grade_course", "choose_copies", "main"]
+           "lab_max_points", "prepare", "grade_course", "choose_copies", "leaderboard_names",
+           "main"]
 
 UTC = dt.timezone.utc
 LATE_POLICIES = ("none", "zero", "per-day")
@@ -110,6 +112,7 @@ class Course:
     id_column: str = "student_id"
     login_column: str = "login"
     lab_max: dict[str, float] | None = None     # set by prepare(): the labs' maximum points
+    leaderboard_names: bool = False             # [course] leaderboard_names: names, not labels
 
     def folder_of(self, s: Student) -> str:
         """The name of ``s``'s submission folder (or notebook stem)."""
@@ -400,7 +403,12 @@ def load_course(path) -> Course:
            path.name)
     base = path.parent
     c = _table(doc, "course", path.name)
-    _known(c, {"name", "timezone"}, f"{path.name}: [course]")
+    _known(c, {"name", "timezone", "leaderboard_names"}, f"{path.name}: [course]")
+    names_opt = c.get("leaderboard_names", False)
+    if not isinstance(names_opt, bool):
+        raise CourseError(f"{path.name}: [course] leaderboard_names must be true or false (true: "
+                          "the challenges' leaderboard shows the students' names; default false: "
+                          f"anonymised), got {names_opt!r}")
     tz = _zone(_str(c, "timezone", f"{path.name}: [course]"), f"{path.name}: [course] "
                "timezone") if c.get("timezone") else None
     r = _table(doc, "roster", path.name)
@@ -448,7 +456,8 @@ def load_course(path) -> Course:
         folder_key=folder_key, time_source=time_source,
         id_column=_str(g, "id_column", f"{path.name}: [gradebook]", "student_id") or
         "student_id",
-        login_column=_str(g, "login_column", f"{path.name}: [gradebook]", "login"))
+        login_column=_str(g, "login_column", f"{path.name}: [gradebook]", "login"),
+        leaderboard_names=names_opt)
     _check_unique(course)
     return course
 
@@ -799,6 +808,15 @@ def _grades_text(course: Course, s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def leaderboard_names(course: Course | None) -> dict[str, str] | None:
+    """What the leaderboard calls each submission folder when the course file opts names in
+    (``[course] leaderboard_names = true``): the roster's name (else the folder); None —
+    anonymised — without a course file or without the opt-in."""
+    if course is None or not course.leaderboard_names:
+        return None
+    return {course.folder_of(s): (s.name or course.folder_of(s)) for s in course.students}
+
+
 def write_handback(course: Course, book: dict, results: list[dict], outdir) -> list[Path]:
     """``outdir/handback/<student id>.zip`` for every rostered student: ``grades.txt`` (each
     assignment's score, status, submission time, notes) and the feedback page of each of their
@@ -813,7 +831,8 @@ def write_handback(course: Course, book: dict, results: list[dict], outdir) -> l
         with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("grades.txt", _grades_text(course, s))
             for f in s["folders"]:
-                z.writestr(f"feedback-{_safe(f)}.html", feedback_html(f, results))
+                z.writestr(f"feedback-{_safe(f)}.html",
+                           feedback_html(f, results, leaderboard_names(course)))
         out.append(p)
     return out
 
@@ -950,7 +969,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"labkit course: {e}", file=sys.stderr)
         return 2
     print(f"{c.path}: {c.name or '(no name)'}, {len(c.students)} students (folders named by "
-          f"{c.folder_key}), submission times from {c.time_source}")
+          f"{c.folder_key}), submission times from {c.time_source}; leaderboard: "
+          + ("the roster's names" if c.leaderboard_names else "anonymised"))
     for x in c.assignments:
         raw = sum(lab_max[lab] for lab in x.labs)
         print(f"  {x.name}: {', '.join(x.labs)} ({_fmt(raw)} points"

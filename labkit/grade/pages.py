@@ -1,7 +1,14 @@
-"""HTML pages: ``feedback/<student>.html`` (each exercise: verdict, message, the next hint —
-never the hidden inputs: no seed, no check details) and ``report.html`` for the class (pass
-rate per exercise, measured speedups, time per notebook, the rows that need an instructor's
-review, flags; matplotlib plots inline)."""
+"""HTML pages: ``feedback/<student>.html`` (each exercise: verdict, message, the next hint; for
+an open challenge the student's place on the leaderboard and the check's feedback facts — never
+the hidden inputs: no seed, no other check details) and ``report.html`` for the class (pass
+rate per exercise, measured speedups, the challenges' leaderboard, time per notebook, the rows
+that need an instructor's review, flags; matplotlib plots inline), with ``leaderboard.html``
+beside it (the leaderboard alone, to share with the class) when a lab's challenge was graded.
+
+The leaderboard ranks each challenge by the ratio to labkit's kernel each notebook's check
+measured in the same grading run (:func:`.report.leaderboards`); students are anonymised
+("student A", …) unless the course file opts names in (``leaderboard_names = true``,
+docs/course.md) — the caller passes ``names``."""
 from __future__ import annotations
 
 import base64
@@ -13,19 +20,22 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .report import counted, needs_review, review_reason
+from .report import (counted, is_challenge, leaderboards, needs_review, ordinal, place_line,
+                     review_reason)
 
 #: what a student's page says beside a row the grader flagged for review
 REVIEW_NOTE = "an instructor will look at this row"
 
-__all__ = ["write_feedback", "write_report", "write_pages", "page_names"]
+__all__ = ["write_feedback", "write_report", "write_pages", "page_names", "leaderboard_html"]
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:60em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid #ddd;padding:.35em .5em;text-align:left;vertical-align:top}
 th{background:#f4f4f4}.ok{color:#1a7f37;font-weight:600}.bad{color:#b3261e;font-weight:600}
 .flag{background:#fff4e5;border-left:4px solid #e67e22;padding:.3em .6em;margin:.3em 0}
-.hint{color:#555;font-style:italic}.small{color:#666;font-size:.9em}img{max-width:100%}"""
+.hint{color:#555;font-style:italic}.small{color:#666;font-size:.9em}img{max-width:100%}
+.board{background:#f3f6fb;border-left:4px solid #4c72b0;padding:.4em .7em;margin:.6em 0}
+table.facts td{border:none;padding:.1em .5em}h3{font-size:1.05em;margin-top:1.2em}"""
 
 
 def _page(title: str, body: str) -> str:
@@ -64,9 +74,60 @@ def _e(x) -> str:
     return html.escape(str(x))
 
 
-def feedback_html(student: str, results: list[dict]) -> str:
-    """The page one student gets."""
+def _x(v) -> str:
+    return f"{float(v):.2f}×" if isinstance(v, (int, float)) and not isinstance(v, bool) else "—"
+
+
+def challenge_facts(facts: dict) -> list[tuple[str, str]]:
+    """A challenge's feedback facts (``details["challenge"]``) as (what, value) rows: the speed
+    beside both anchors, the position, the hot loop's vector width and lanes, the roof share,
+    the threads, the lab's steps."""
+    rows = []
+    if "ratio" in facts:
+        rows.append(("your speed ÷ labkit's kernel's",
+                     f"{_x(facts.get('ratio'))} (interval {_x(facts.get('ratio_low'))} – "
+                     f"{_x(facts.get('ratio_high'))})"))
+    if "vs_start" in facts:
+        rows.append(("your speed ÷ the starting point's", _x(facts.get("vs_start"))))
+    if "scale" in facts:
+        rows.append(("labkit's kernel ÷ the starting point (the scale)", _x(facts.get("scale"))))
+    if isinstance(facts.get("position"), (int, float)):
+        rows.append(("position (0 = the starting point, 1 = labkit's kernel)",
+                     f"{facts['position']:.2f}"))
+    bits = facts.get("vector_bits")
+    if bits is not None:
+        lanes = facts.get("lanes")
+        rows.append(("your hot loop", "scalar (no vector instructions)" if not bits else
+                     f"{bits}-bit vectors" + (f", {lanes} {facts.get('lane_type')} lanes"
+                                              if lanes else "")))
+    if isinstance(facts.get("roof_share"), (int, float)):
+        rows.append((f"share of {facts.get('roof') or 'the roof'}", f"{facts['roof_share']:.0%}"))
+    if facts.get("threads"):
+        rows.append(("threads", str(facts["threads"])))
+    for step, ratio in (facts.get("steps") or {}).items():
+        rows.append((f"the lab's {step}: its time ÷ yours", _x(ratio)))
+    return rows
+
+
+def _challenge_block(x, label: str | None) -> str:
+    """A student's place on one challenge and the check's feedback facts."""
+    who = f" (on the class leaderboard: <b>{_e(label)}</b>)" if label else ""
+    out = [f"<div class=board><b>Leaderboard:</b> {_e(place_line(x))}{who}"]
+    rows = challenge_facts(x.facts)
+    if rows:
+        out.append("<table class=facts>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>"
+                                                  for k, v in rows) + "</table>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def feedback_html(student: str, results: list[dict], names=None) -> str:
+    """The page one student gets (``names``: the leaderboard's, as :func:`leaderboard_html`)."""
     mine = [r for r in counted(results) if r["student"] == student]
+    boards = leaderboards(results, names) if any(
+        is_challenge(e) for r in mine for e in r["exercises"]) else {}
+    own = {ex: next((x for x in rows if x.student == student), None)
+           for ex, rows in boards.items()}
     got = sum(float(e["points"]) for r in mine for e in r["exercises"])
     top = sum(float(e["max_points"]) for r in mine for e in r["exercises"])
     body = [f"<h1>Feedback for {_e(student)}</h1>",
@@ -93,12 +154,16 @@ def feedback_html(student: str, results: list[dict]) -> str:
                         f"{_e(e['verdict'])}</td><td>{float(e['points']):g} / "
                         f"{float(e['max_points']):g}</td><td>{msg}</td></tr>")
         body.append("</table>")
+        for e in r["exercises"]:
+            x = own.get(e["exercise"])
+            if x is not None and x.notebook == r.get("notebook"):
+                body.append(_challenge_block(x, x.label if not names else None))
     body.append(f"<p class=small>graded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
                 "by labkit grade</p>")
     return _page(f"Feedback — {student}", "\n".join(body))
 
 
-def write_feedback(results: list[dict], folder) -> list[Path]:
+def write_feedback(results: list[dict], folder, names=None) -> list[Path]:
     """``folder/<name>.html`` for every student (names: :func:`page_names`); returns the
     paths."""
     folder = Path(folder)
@@ -106,7 +171,7 @@ def write_feedback(results: list[dict], folder) -> list[Path]:
     out = []
     for s, name in sorted(page_names(results).items()):
         p = folder / f"{name}.html"
-        p.write_text(feedback_html(s, results), encoding="utf-8")
+        p.write_text(feedback_html(s, results, names), encoding="utf-8")
         out.append(p)
     return out
 
@@ -136,8 +201,69 @@ def _stats(results: list[dict]):
     return ex, speed
 
 
-def report_html(results: list[dict]) -> str:
-    """The class report."""
+def _board_table(ex: str, rows: list, instructor: bool) -> str:
+    """One challenge's leaderboard: the ranked rows; for the instructor (report.html) also the
+    rest with why, for the class (leaderboard.html) only how many and why."""
+    ranked = [x for x in rows if x.place is not None]
+    rest = [x for x in rows if x.place is None]
+    cpus = {x.cpu for x in ranked if x.cpu}
+    several = len(cpus) > 1
+    out = [f"<h3 id='board-{_e(ex)}'>{_e(ex)}</h3>"]
+    if ranked:
+        out.append("<table class=leaderboard><tr><th>place</th><th>student</th>"
+                   "<th>speed ÷ labkit's kernel</th><th>interval</th><th>tier</th>"
+                   "<th>points</th>" + ("<th>CPU</th>" if several else "") + "</tr>")
+        for x in ranked:
+            f = x.facts
+            out.append(f"<tr><td>{ordinal(x.place)}{' (tied)' if x.tied else ''}</td>"
+                       f"<td>{_e(x.label)}</td><td>{_x(x.ratio)}</td>"
+                       f"<td>{_x(f.get('ratio_low'))} – {_x(f.get('ratio_high'))}</td>"
+                       f"<td>{_e(x.tier)}</td><td>{x.points:g} / {x.max_points:g}</td>"
+                       + (f"<td>{_e(x.cpu)}</td>" if several else "") + "</tr>")
+        out.append("</table>")
+        if several:
+            out.append("<p class=small>Graded on more than one kind of CPU: each ratio was "
+                       "measured beside labkit's kernel on the notebook's own machine, so it is "
+                       "fair there; ratios from different CPUs compare less closely.</p>")
+    else:
+        out.append("<p>Nobody is ranked yet.</p>")
+    if rest and instructor:
+        out.append("<p class=small>Not ranked:</p><table class=unranked><tr><th>student</th>"
+                   "<th>why</th></tr>" + "".join(f"<tr><td>{_e(x.label)}</td><td>{_e(x.why)}"
+                                                 "</td></tr>" for x in rest) + "</table>")
+    elif rest:
+        why = Counter(x.why.split(":")[0] for x in rest)
+        out.append("<p class=small>Not ranked: " + _e(", ".join(
+            f"{n} {w}" for w, n in sorted(why.items()))) + ".</p>")
+    return "\n".join(out)
+
+
+def leaderboard_section(results: list[dict], names=None, instructor: bool = True) -> str:
+    """The leaderboard of every challenge graded (``""`` when none was)."""
+    boards = leaderboards(results, names)
+    if not boards:
+        return ""
+    who = ("names as the course file opts in" if names else
+           "students anonymised (a course file's <code>leaderboard_names = true</code> shows "
+           "names); each student's feedback page says their label and place")
+    return ("<h2 id=leaderboard>Leaderboard</h2><p>Each open challenge ranked by the student's "
+            "speed ÷ labkit's kernel's (labkit's kernel = 1.00×), measured by each notebook's "
+            "check in this grading run beside labkit's kernel and the starting point; the interval "
+            f"is the check's, an equal ratio shares a place; {who}.</p>"
+            + "".join(_board_table(ex, rows, instructor) for ex, rows in boards.items()))
+
+
+def leaderboard_html(results: list[dict], names=None) -> str:
+    """``leaderboard.html``: the leaderboard alone, to share with the class (no points table,
+    no names unless opted in, the unranked only counted)."""
+    body = ["<h1>Class leaderboard</h1>",
+            f"<p class=small>graded {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by "
+            "labkit grade</p>", leaderboard_section(results, names, instructor=False)]
+    return _page("labkit grade — leaderboard", "\n".join(body))
+
+
+def report_html(results: list[dict], names=None) -> str:
+    """The class report (``names``: the leaderboard's, as :func:`leaderboard_html`)."""
     import matplotlib
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
@@ -157,8 +283,8 @@ def report_html(results: list[dict]) -> str:
     body.append("<h2>Pass rate per exercise</h2>")
     if ex:
         fig, ax = plt.subplots(figsize=(7, 0.45 * len(ex) + 1))
-        names = list(ex)
-        ax.barh(names, [100 * ex[n][0] / max(ex[n][1], 1) for n in names], color="#4c72b0")
+        exs = list(ex)
+        ax.barh(exs, [100 * ex[n][0] / max(ex[n][1], 1) for n in exs], color="#4c72b0")
         ax.set_xlim(0, 100)
         ax.set_xlabel("passed (%)")
         ax.invert_yaxis()
@@ -175,6 +301,7 @@ def report_html(results: list[dict]) -> str:
         body.append(_png(fig))
     else:
         body.append("<p>No check measured a speed.</p>")
+    body.append(leaderboard_section(results, names))
     body.append("<h2>Time per notebook</h2>")
     times = [float(r.get("duration_s") or 0) for r in res]
     if times:
@@ -230,15 +357,22 @@ def _review_section(res: list[dict]) -> str:
             + "</table>")
 
 
-def write_report(results: list[dict], path) -> Path:
+def write_report(results: list[dict], path, names=None) -> Path:
+    """``path`` (report.html) and, when a challenge was graded, ``leaderboard.html`` beside
+    it."""
     path = Path(path)
-    path.write_text(report_html(results), encoding="utf-8")
+    path.write_text(report_html(results, names), encoding="utf-8")
+    board = path.with_name("leaderboard.html")
+    if any(is_challenge(e) for r in counted(results) for e in r.get("exercises", ())):
+        board.write_text(leaderboard_html(results, names), encoding="utf-8")
     return path
 
 
-def write_pages(results: list[dict], folder) -> tuple[Path, list[Path]]:
-    """``folder/report.html`` and ``folder/feedback/<student>.html``."""
+def write_pages(results: list[dict], folder, names=None) -> tuple[Path, list[Path]]:
+    """``folder/report.html`` (+ ``leaderboard.html``) and ``folder/feedback/<student>.html``;
+    ``names``: the leaderboard's (None: anonymised; a dict folder → name from a course file
+    that opts names in, :func:`labkit.grade.course.leaderboard_names`)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return write_report(results, folder / "report.html"), write_feedback(results,
-                                                                          folder / "feedback")
+    return (write_report(results, folder / "report.html", names),
+            write_feedback(results, folder / "feedback", names))

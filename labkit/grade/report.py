@@ -4,6 +4,9 @@ the class report) are in :mod:`.pages`."""
 from __future__ import annotations
 
 import csv
+import dataclasses
+import hashlib
+import hmac
 import json
 import re
 import time
@@ -12,7 +15,8 @@ from pathlib import Path
 from .settings import CSV_FIELDS, REFUSED, STAMP_FIELDS, _short
 
 __all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "counted",
-           "review_reason", "needs_review", "mark_review"]
+           "review_reason", "needs_review", "mark_review", "is_challenge", "leaderboards",
+           "labels", "place_line", "ordinal", "Entry"]
 
 #: A check's message that says it passed without judging speed (one thread, a machine too busy,
 #: speed only reported): a human looks at that row, as at an ``inconclusive`` one.
@@ -198,3 +202,171 @@ def summary(results: list[dict]) -> str:
         lines.append("exercise: passed / graded")
         lines += [f"  {k}: {v[0]} / {v[1]}" for k, v in ex_stats.items()]
     return "\n".join(ln.rstrip() for ln in lines)
+
+
+# ------------------------------------------------------------------ the challenges' leaderboard
+#: A lab's open challenge is an exercise named ``<something>_challenge`` (docs/challenges.md);
+#: a row whose details carry ``challenge`` facts is one too.
+CHALLENGE_SUFFIX = "_challenge"
+_TIER_NAMES = {0.25: "¼", 0.5: "½", 0.75: "¾", 1.0: "full"}
+
+
+def is_challenge(e: dict) -> bool:
+    """True for a row of an open challenge (ranked on the leaderboard)."""
+    d = (e.get("details") or {}).get("challenge") if isinstance(e.get("details"), dict) else None
+    return isinstance(d, dict) or str(e.get("exercise") or "").endswith(CHALLENGE_SUFFIX)
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st …"""
+    if 10 <= n % 100 <= 20:
+        return f"{n}th"
+    return f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _letters(k: int) -> str:
+    """0 → A, 25 → Z, 26 → AA, …"""
+    out = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        out = chr(65 + r) + out
+    return out
+
+
+def _key(results: list[dict]) -> bytes:
+    """The secret the anonymous labels are drawn with: a digest of the checks' seeds (never
+    shown to a student), so the report, leaderboard.html and every feedback page of one grading
+    output agree, while no name list and this code give the order back. Rows without seeds
+    (fake results) fall back to the students' names."""
+    seeds = sorted(f"{r.get('student')}\0{r.get('notebook')}\0{e.get('exercise')}\0{e.get('seed')}"
+                   for r in counted(results) for e in r.get("exercises", ())
+                   if e.get("seed") not in (None, ""))
+    text = "\n".join(seeds) if seeds else "\n".join(sorted({str(r.get("student"))
+                                                             for r in counted(results)}))
+    return hashlib.sha256(b"labkit-leaderboard\0" + text.encode("utf-8", "surrogateescape")
+                          ).digest()
+
+
+def labels(results: list[dict], names=None, key: bytes | None = None) -> dict[str, str]:
+    """What the leaderboard calls each student. ``names`` None/False: anonymised, "student A",
+    "student B", … in an order drawn with ``key`` (default :func:`_key` of the results: the same
+    labels on every page of one grading output); True: the students' folder names; a dict
+    (``course.toml``'s ``leaderboard_names = true``: folder → the roster's name): those, else the
+    folder name."""
+    students = sorted({str(r["student"]) for r in counted(results)})
+    if names:
+        return {s: (str(names.get(s) or s) if isinstance(names, dict) else s) for s in students}
+    k = _key(results) if key is None else key
+    order = sorted(students, key=lambda s: hmac.new(k, s.encode("utf-8", "surrogateescape"),
+                                                    "sha256").hexdigest())
+    return {s: f"student {_letters(i)}" for i, s in enumerate(order)}
+
+
+@dataclasses.dataclass
+class Entry:
+    """One student's row on one challenge's leaderboard."""
+
+    student: str
+    label: str
+    exercise: str
+    notebook: str
+    verdict: str
+    points: float
+    max_points: float
+    facts: dict
+    cpu: str = ""
+    place: int | None = None        # 1-based; None: not ranked
+    tied: bool = False
+    of: int = 0                     # how many are ranked on this challenge
+    why: str = ""                   # why not ranked
+
+    @property
+    def ratio(self) -> float | None:
+        v = self.facts.get("ratio")
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    @property
+    def tier(self) -> str:
+        t = self.facts.get("tier")
+        return _TIER_NAMES.get(t, f"{t:g}") if isinstance(t, (int, float)) else "—"
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+
+
+def _why_unranked(e: dict, d: dict | None) -> str:
+    """Why a challenge row is not ranked, or "" when it is."""
+    verdict = str(e.get("verdict") or "")
+    if verdict == "inconclusive" or (isinstance(d, dict) and d.get("judged", True)
+                                     and (d.get("decided") is False or
+                                          ("tier" in d and d.get("tier") is None))):
+        return ("undecided: the grading machine was too busy to place the kernel "
+                "(inconclusive; a quieter run decides)")
+    if verdict != "passed":
+        if isinstance(d, dict) and d.get("unchanged"):
+            return "not passed: no change (the starting point as given)"
+        extra = f" ({d['ratio']:.2f}× labkit's kernel)" if isinstance(d, dict) and _num(
+            d.get("ratio")) else ""
+        return f"not passed: {verdict}{extra}"
+    if not isinstance(d, dict) or not _num(d.get("ratio")):
+        return "passed, but no measurement was kept for it"
+    if d.get("judged") is False:
+        return "passed with speed reported only (not judged): not ranked"
+    return ""
+
+
+def leaderboards(results: list[dict], names=None, key: bytes | None = None
+                 ) -> dict[str, list[Entry]]:
+    """Per challenge (exercise name, in the order met): every student's :class:`Entry`, the
+    ranked ones first — by the ratio to labkit's kernel measured in the student's own check
+    (``details["challenge"]["ratio"]``: t_labkit / t_student, labkit's kernel = 1.0×), highest
+    first; an equal ratio (as recorded, 3 decimals) shares a place (1, 2, 2, 4) — then the rest
+    with why they are not ranked (undecided, not passed). A student with two rows of one
+    challenge (two counted notebooks) is placed by the better one. ``names``/``key``: as
+    :func:`labels`."""
+    lab = labels(results, names, key)
+    best: dict[str, dict[str, Entry]] = {}
+    for r in counted(results):
+        cpu = str((r.get("environment") or {}).get("cpu") or "")
+        for e in r.get("exercises", ()):
+            if not e.get("exercise") or not is_challenge(e):
+                continue
+            details = e.get("details") if isinstance(e.get("details"), dict) else {}
+            d = details.get("challenge") if isinstance(details.get("challenge"), dict) else None
+            ent = Entry(str(r["student"]), lab[str(r["student"])], str(e["exercise"]),
+                        str(r.get("notebook") or ""), str(e.get("verdict") or ""),
+                        float(e.get("points") or 0), float(e.get("max_points") or 0),
+                        dict(d or {}), cpu, why=_why_unranked(e, d))
+            per = best.setdefault(ent.exercise, {})
+            old = per.get(ent.student)
+            rank = lambda x: (not x.why, x.points, x.ratio or 0.0)  # noqa: E731
+            if old is None or rank(ent) > rank(old):
+                per[ent.student] = ent
+    out: dict[str, list[Entry]] = {}
+    for ex, per in best.items():
+        ranked = sorted((x for x in per.values() if not x.why),
+                        key=lambda x: (-x.ratio, x.label))
+        for x in ranked:
+            x.place = 1 + sum(1 for y in ranked if y.ratio > x.ratio)
+            x.tied = sum(1 for y in ranked if y.ratio == x.ratio) > 1
+            x.of = len(ranked)
+        rest = sorted((x for x in per.values() if x.why), key=lambda x: (x.why, x.label))
+        for x in rest:
+            x.of = len(ranked)
+        out[ex] = ranked + rest
+    return out
+
+
+def place_line(x: Entry) -> str:
+    """The feedback page's line: "3rd of 12 on align_challenge, 0.82× labkit's kernel …", or why
+    the row is not ranked."""
+    if x.place is None:
+        return f"not on the {x.exercise} leaderboard — {x.why}"
+    f = x.facts
+    iv = (f" (interval {f['ratio_low']:.2f}–{f['ratio_high']:.2f}×)"
+          if _num(f.get("ratio_low")) and _num(f.get("ratio_high")) else "")
+    return (f"{ordinal(x.place)}{' (tied)' if x.tied else ''} of {x.of} on {x.exercise}, "
+            f"{x.ratio:.2f}× labkit's kernel{iv}, tier {x.tier}, {x.points:g} / "
+            f"{x.max_points:g} points")

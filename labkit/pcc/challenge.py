@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 import labkit.jit  # noqa: F401 - numba's cache key holds labkit's sources (CONTRIBUTING)
+from labkit import hints
 from labkit.check import exercise
 from labkit.check.challenge import Challenge, judge
 
@@ -241,6 +242,24 @@ CHALLENGE = Challenge(
            "tiled (pcc_tiled)": _full_matrix_step("tiled")},
     roof=_roof, hot_dtype="double", library=r"xxgemm|xxgemv|xxdot|cblas_|dgemm|dsyrk|ddot",
     rules=RULES)
+
+
+#: What `hints.next('pcc_challenge')` reveals, one tier at a time (a failing check names it).
+hints.define(
+    'pcc_challenge',
+    "The starting point recomputes both rows' means and spreads for every pair and walks the "
+    "samples in one chain: O(n² l) with several reductions per pair. Standardise every row once"
+    " (section 2) and r(i, j) is the dot product of two unit rows — the pairs are the upper "
+    "triangle of a matrix product, which tiles and a register block make fast (sections 4, 6).",
+    "Z = each row centred and scaled to unit norm (a constant row flagged: in no pair); walk "
+    "the upper triangle in tiles and compute a block of dot products at once inside a tile (4 ×"
+    " 4: 8 row loads feed 16 accumulators), the loop over samples innermost so the sums "
+    "vectorise (fastmath lets LLVM reorder them); keep the pairs with |r| ≥ t in growing arrays"
+    " and order them by (i, j) at the end (section 9).",
+    "for i0 in range(0, n, 4): for j0 in range(i0, n, 4): s00 = s01 = … = s33 = 0.0; for k in "
+    "range(l): a0 = Z[i0, k]; …; b0 = Z[j0, k]; …; s00 += a0 * b0; …; then for each (i, j) of "
+    "the block with i < j, both rows not constant and abs(s) >= threshold: append (i, j, s).",
+)
 
 
 @exercise("pcc_challenge", points=4,
