@@ -596,7 +596,7 @@ def test_grade_course_bad_input_is_a_message(tmp_path, capsys, monkeypatch):
 def test_example_course_file_reads(capsys):
     assert labkit_main(["course", "check", str(ROOT / "examples" / "course.toml")]) == 0
     out = capsys.readouterr().out
-    assert "lab2_bspline: 02_bspline (8 points scaled to 10)" in out
+    assert "lab2_bspline: 02_bspline (12 points scaled to 10)" in out
     c = C.load_course(ROOT / "examples" / "course.toml")
     assert c.folder_of(c.students[2]) == "grace"
     assert c.assignments[0].due == dt.datetime(2026, 10, 16, 21, 59, tzinfo=UTC)
@@ -618,7 +618,7 @@ def test_gradescope_bundle(tmp_path):
     assert "chown -R labkit: /opt/labkit-cache" in setup
     cfg = json.loads((ag / G.CONFIG).read_text())
     assert (cfg["labs"], cfg["points"], cfg["lab_max"]) == (["02_bspline"], 10.0,
-                                                            {"02_bspline": 8.0})
+                                                            {"02_bspline": 12.0})
     with zipfile.ZipFile(ag / "autograder.zip") as z:
         names = set(z.namelist())
         assert z.getinfo("run_autograder").external_attr >> 16 & stat.S_IXUSR
