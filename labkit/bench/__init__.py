@@ -9,7 +9,8 @@ Ratios are speedups (baseline median / variant median), shown as "4.8×", never 
 
 The package knows no lab. Its parts: ``formatting`` (numbers as text), ``timing`` (clock, loops,
 :func:`timeit`), ``results`` (:class:`BenchResult`, :class:`SweepResult` and their views),
-``measure`` (:func:`compare`, :func:`sweep`), ``claims`` (:func:`claim`: a direction word only
+``measure`` (:func:`compare`, :func:`sweep`), ``load`` (is the host idle enough for a thread
+ratio: :func:`judge_threads`), ``claims`` (:func:`claim`: a direction word only
 when the repeats separate), ``targets`` (:class:`Target` and its measures), ``uarch`` (measured
 cycles per element beside OSACA's bound: ``compare(..., predict=...)``,
 :meth:`BenchResult.with_predictions`, the per-lab line of ``labkit bench``),
@@ -22,12 +23,14 @@ from .timing import (Timing, _autoscale, _check_positive, _clock, _first_call, _
                      _resolve_args, _stats, _time_loops, is_jitted, timeit)
 from .results import BenchResult, SweepResult, _looks_geometric
 from .measure import _normalise_functions, compare, sweep
-from .targets import Target, _format_target, _pick, _table, check_targets, ratio_of, throughput_of
+from .targets import (NotJudged, Target, _format_target, _pick, _table, check_targets, ratio_of,
+                      throughput_of)
+from .load import idleness, judge_threads, measured_idle
 from .claims import Claim, claim, load_note
 from .cli import _as_results, lab_names, main
 
 __all__ = [
     "compare", "BenchResult", "sweep", "SweepResult", "timeit", "Timing",
     "format_time", "format_si", "format_ratio", "format_throughput", "is_jitted", "main",
-    "Target", "ratio_of", "throughput_of", "check_targets", "claim", "Claim", "load_note",
+    "Target", "NotJudged", "ratio_of", "throughput_of", "check_targets", "claim", "Claim", "load_note",
 ]

@@ -127,7 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(labs) > 1 and summary:
         met = sum(1 for _, r in summary if r["met"])
         measured = sum(1 for _, r in summary if r["met"] is not None)
-        print(f"targets met: {met} of {measured} measured ({len(summary)} stated)")
+        unjudged = sum(1 for _, r in summary if r.get("not_judged"))
+        print(f"targets met: {met} of {measured} measured ({len(summary)} stated"
+              + (f"; {unjudged} not judged: other work ran beside the thread rows" if unjudged
+                 else "") + ")")
         for lab, r in summary:
             if r["met"] is False:
                 print(f"  ✘ {lab}: {r['claim']}")
@@ -253,7 +256,9 @@ def markdown_table(summary: Sequence[tuple[str, dict]], command: str, host: str 
              "| lab | comparison | target | measured |", "| --- | --- | --- | --- |"]
     for lab, r in summary:
         need = f"{'<' if r['at_most'] else '≥'} {num(r['need'])}{r['unit']}"
-        if r["met"] is None:
+        if r["met"] is None and r.get("not_judged"):
+            got = f"not judged: {r['not_judged']}"
+        elif r["met"] is None:
             got = "not measured in this run"
         else:   # the digits _format_target shows (more where they decide the verdict)
             got = _format_target(r).rsplit("measured ", 1)[1] + (" ✔" if r["met"] else " ✘")

@@ -244,8 +244,9 @@ class BenchResult:
             cols.append(("cycles/elem", [cyc(r.get("cycles_per_elem")) for r in self.rows]))
             cols.append(("predicted cycles/elem",
                          [cyc(r.get("predicted_cycles_per_elem")) for r in self.rows]))
-        cols.append(("ratio", [format_ratio(r["ratio"]) + (" (baseline)" if r["name"] == self.baseline
-                                                           else "") for r in self.rows]))
+        cols.append(("ratio", [(r.get("ratio_note") or format_ratio(r["ratio"]))
+                               + (" (baseline)" if r["name"] == self.baseline else "")
+                               for r in self.rows]))
         return cols
 
     def _cells(self) -> list[list[str]]:

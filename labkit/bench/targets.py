@@ -8,7 +8,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .results import BenchResult
 
-__all__ = ["Target", "ratio_of", "throughput_of", "check_targets"]
+__all__ = ["Target", "NotJudged", "ratio_of", "throughput_of", "check_targets"]
+
+
+class NotJudged(str):
+    """What a target's measure returns when the run measured the rows but they cannot be judged
+    (a thread ratio while other work ran: :func:`labkit.bench.load.judge_threads`); the text
+    says why. The target then reads "not judged", neither met nor missed."""
 
 
 @dataclass(frozen=True)
@@ -28,8 +34,11 @@ class Target:
 
     def check(self, results: Mapping[str, Any]) -> tuple[float | None, bool | None]:
         """(measured value, met?) — (None, None) when not measured."""
-        value = self.measure(results)
-        if value is None or not math.isfinite(value):
+        return self.judge(self.measure(results))
+
+    def judge(self, value: Any) -> tuple[float | None, bool | None]:
+        """(value, met?) of a measured value — (None, None) for None, NaN or :class:`NotJudged`."""
+        if value is None or isinstance(value, NotJudged) or not math.isfinite(value):
             return None, None
         return float(value), (value < self.need if self.at_most else value >= self.need)
 
@@ -56,7 +65,12 @@ def ratio_of(table: str, name: str, baseline: str | None = None) -> Callable:
             return None
         n = _pick(res.names, name)
         b = res.baseline if baseline is None else _pick(res.names, baseline)
-        return None if n is None or b is None else res.ratio(n, b)
+        if n is None or b is None:
+            return None
+        why = getattr(res, "not_measurable", None) or {}
+        if n in why or b in why:          # a thread ratio measured while other work ran
+            return NotJudged(why.get(n) or why[b])
+        return res.ratio(n, b)
     return measure
 
 
@@ -76,9 +90,11 @@ def check_targets(targets: Sequence[Target], results: Mapping[str, Any]) -> list
     """Each target's claim, need, measured value and verdict (True / False / None = not measured)."""
     out = []
     for t in targets:
-        value, ok = t.check(results)
+        got = t.measure(results)
+        why = str(got) if isinstance(got, NotJudged) else None
+        value, ok = t.judge(got)
         out.append({"claim": t.claim, "need": t.need, "unit": t.unit, "at_most": t.at_most,
-                    "value": value, "met": ok})
+                    "value": value, "met": ok, **({"not_judged": why} if why else {})})
     return out
 
 
@@ -86,6 +102,8 @@ def _format_target(row: dict) -> str:
     def num(v):
         return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
     need = f"{'<' if row['at_most'] else '≥'} {num(row['need'])}{row['unit']}"
+    if row["met"] is None and row.get("not_judged"):
+        return f"  –  {row['claim']}: {need}; not judged: {row['not_judged']}"
     if row["met"] is None:
         return f"  –  {row['claim']}: {need}; not measured in this run"
     mark = "✔" if row["met"] else "✘"
