@@ -113,6 +113,8 @@ def blas_warning(environ=None, kernel: str | None = None) -> str | None:
 def _child_main() -> None:
     """In the child process (``host_blas_child``): time the BLAS peer as the parent does and
     print one JSON line with the times, the kernel in use and a correctness check."""
+    import os
+
     import numpy as np
     spec = json.loads(sys.argv[1])
     inp = make_inputs(spec["size"])
@@ -131,7 +133,9 @@ def _child_main() -> None:
                       "q3_s": row["q3_s"], "compile_s": row["compile_s"], "loops": row["loops"],
                       "times": res.times["blas"], "architecture": arch, "blas": info,
                       "pinned": bool(pinned), "n": n, "l": l, "max_err": float(err),
-                      "removed": [k for k in OPENBLAS_FORCING if k in spec["parent_env"]]}))
+                      "removed": [k for k in OPENBLAS_FORCING if k in spec["parent_env"]],
+                      "child_env": {k: os.environ[k] for k in OPENBLAS_FORCING
+                                    if k in os.environ}}))
 
 
 def host_blas_child(size, threads: int, repeat: int = 5, min_time: float = 0.2,
