@@ -12,6 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from labkit.bench.claims import claim, load_note
+from labkit.bench import reference
 
 __all__ = ["tuner_reading", "batch_steps_reading", "column_kib"]
 
@@ -96,16 +97,18 @@ def tuner_reading(one: Mapping[int, Sequence[float]], *, length: int = 200, l1: 
         text = (f"With {threads} threads at {best} lanes, {len(ratios)} paired rounds in wall time: "
                 f"{c.sentence()}; round by round {min(ratios):.2f}–{max(ratios):.2f}× "
                 f"(median {_median(ratios):.2f}×)")
+        idle = reference.clause("threads_alignment") if threads == 2 else ""
         if c.better is None:
             text += (". The load hid the second thread's effect on this run; `labkit bench "
-                     "alignment` also times the threads in CPU seconds (their parallel efficiency)")
+                     "alignment` also times the threads in CPU seconds (their parallel efficiency)"
+                     + (f"; {idle}" if idle else ""))
         elif c.better and c.ratio < 0.8 * threads:
             text += (f" — short of the {threads}× that free cores would give"
-                     + (f" ({load})" if load else ""))
+                     + (f" ({load})" if load else "") + (f"; {idle}" if idle else ""))
         elif not c.better:
             text += (" — the second thread did not have a core of its own in most rounds"
-                     + (f" ({load})" if load else "") + "; rerun on idle cores to see what "
-                     "the split gives")
+                     + (f" ({load})" if load else "") + "; "
+                     + (idle if idle else "rerun on idle cores to see what the split gives"))
         words.append(text + ".")
     return " ".join(words)
 

@@ -8,6 +8,7 @@ from numba import njit
 
 from labkit import alignment as A
 from labkit import bench, check
+from labkit.bench import reference
 from labkit.alignment import checks as _checks  # noqa: F401 - registers check.transpose, …
 from labkit.alignment import fast
 
@@ -453,9 +454,14 @@ def test_tuner_reading_widest_best_and_threads():
     loss = {"one": _rates(1.0), "many": _rates(0.5), "ratios": _rates(0.5)}
     text = A.tuner_reading(one, rounds=loss, threads=2, load="load 4.0 on 2 cores")
     assert "0.50× 1 thread's rate" in text and "did not have a core of its own" in text
+    idle = reference.clause("threads_alignment")       # what free cores gave, beside it
+    assert idle in text
     mixed = {"one": _rates(1.0, 0.3), "many": _rates(1.05, 0.3), "ratios": _rates(1.05, 0.3)}
     text = A.tuner_reading(one, rounds=mixed, threads=2, load="")
     assert "not told apart" in text and "The load hid the second thread's effect" in text
+    assert idle in text
+    text = A.tuner_reading(one, rounds=gain, threads=2, load="")
+    assert idle not in text                            # the run showed it: no need
 
 
 @pytest.mark.parametrize("seed", range(20))
