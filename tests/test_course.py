@@ -739,8 +739,8 @@ def test_gradescope_cli_bad_input(tmp_path, capsys):
 
 @pytest.mark.full       # real grading in the sandbox (≈ 30 s); the course logic is proven above
 def test_course_with_real_grading(tmp_path, capsys):
-    """`labkit grade --course` on real notebooks: the solution scores 7, the student copy 0,
-    the absent student 0, an unrostered folder is listed."""
+    """`labkit grade --course` on real notebooks: the solution scores 11 (7 guided + the
+    challenge's 4), the student copy 0, the absent student 0, an unrostered folder is listed."""
     from labkit.grade.sandbox import probe
     ok, why = probe()
     if not ok:
@@ -765,12 +765,12 @@ def test_course_with_real_grading(tmp_path, capsys):
                       str(out / "grades.csv"), "--no-progress", "--no-cache"])
     assert rc == 0
     assert _read(out / "gradebook.csv") == [["SIS User ID", "SIS Login ID", "lab1"],
-                                            ["1001", "ada", "7"], ["1002", "bob", "0"],
+                                            ["1001", "ada", "11"], ["1002", "bob", "0"],
                                             ["1003", "cy", "0"]]
     assert _read(out / "gradebook-unknown.csv")[1][0] == "zed"
     assert "NOT COUNTED" in capsys.readouterr().err
     doc = json.loads((out / "gradescope" / "lab1" / "1001" / "results.json").read_text())
-    assert G.validate(doc) == [] and doc["score"] == 7
+    assert G.validate(doc) == [] and doc["score"] == 11   # 7 guided + 4 of the challenge
 
 
 GS_METADATA = '''\
