@@ -18,40 +18,40 @@ FORCED = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "262144"}
 
 
 # ------------------------------------------------------------------ BLAS as the host would pick it
-def test_child_env_lacks_both_variables_and_the_parent_keeps_them(monkeypatch):
+# These tests never set or unset the variables in this process (OPENBLAS_CORETYPE stays what the
+# machine has): each hands labkit an environment of its own through ``environ=``.
+def test_child_env_lacks_both_variables_and_the_parent_keeps_them():
     from labkit.pcc import bench as pb
-    for k, v in FORCED.items():
-        monkeypatch.setenv(k, v)
-    env = pb.host_default_env()
+    parent = dict(os.environ, **FORCED)
+    env = pb.host_default_env(parent)
     assert not set(pb.OPENBLAS_FORCING) & set(env)
     assert env.get("PATH") == os.environ.get("PATH")          # the rest is kept
-    assert {k: os.environ[k] for k in FORCED} == FORCED         # the parent is untouched
-    assert pb.forced_blas() == FORCED
+    assert {k: parent[k] for k in FORCED} == FORCED             # the given one is untouched
+    assert pb.forced_blas(parent) == FORCED
     given = dict(FORCED, HOME="/x")
     assert pb.host_default_env(given) == {"HOME": "/x"} and given == dict(FORCED, HOME="/x")
-    warning = pb.blas_warning(kernel="Haswell")
+    warning = pb.blas_warning(parent, kernel="Haswell")
     assert warning.startswith("WARNING") and "OPENBLAS_CORETYPE=Haswell" in warning
     assert "Haswell kernels" in warning
 
 
-def test_no_warning_and_no_child_without_the_variables(monkeypatch):
+def test_no_warning_and_no_child_without_the_variables():
     from labkit.pcc import bench as pb
-    for k in FORCED:
-        monkeypatch.delenv(k, raising=False)
-    assert pb.forced_blas() == {} and pb.blas_warning() is None
+    bare = {k: v for k, v in os.environ.items() if k not in FORCED}
+    assert pb.forced_blas(bare) == {} and pb.blas_warning(bare) is None
 
 
-def test_the_child_process_runs_without_both_variables(monkeypatch):
+def test_the_child_process_runs_without_both_variables():
     """A real child on a tiny input: its own environment lacks both variables, the parent's
     still has them, its scores match numpy's corrcoef, and it names its kernel set."""
     pytest.importorskip("threadpoolctl")
     from labkit.pcc import bench as pb
-    for k, v in FORCED.items():
-        monkeypatch.setenv(k, v)
-    child = pb.host_blas_child({"n": 40, "l": 30}, 1, repeat=1, min_time=0.0, timeout=120)
+    parent = dict(os.environ, **FORCED)
+    child = pb.host_blas_child({"n": 40, "l": 30}, 1, repeat=1, min_time=0.0, timeout=120,
+                               environ=parent)
     assert child["child_env"] == {}
     assert sorted(child["removed"]) == sorted(FORCED)
-    assert {k: os.environ[k] for k in FORCED} == FORCED
+    assert {k: parent[k] for k in FORCED} == FORCED
     assert child["max_err"] < 1e-10 and child["median_s"] > 0 and (child["n"], child["l"]) == (40, 30)
     assert "architecture" in child
 
