@@ -348,7 +348,13 @@ def test_run_benchmark_small():
     res = A.run_benchmark(size="small", repeat=1)
     assert {"steps", "vs parasail"} <= set(res)
     assert res["steps"].ratio("transposed") > 0
-    assert "parasail nw_scan_16" in str(res["vs parasail"])
+    # the peer is parasail at its best on this host: whichever NW family wins here (scan on one
+    # AMD host, diag on another) — the property is that the table names one of them, best of N
+    import re
+    from labkit.alignment.bench import PARASAIL_NW
+    table = str(res["vs parasail"])
+    named = re.search(r"parasail (nw_\w+) \(best of \d+\)", table)
+    assert named and named.group(1) in PARASAIL_NW, table
     t = A.throughput(lanes=32, threads=1, pairs=64, length=50, repeat=1)
     assert t["throughput"] > 0
 
