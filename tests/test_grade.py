@@ -140,17 +140,38 @@ def _strip_metadata(nb):
     return nb
 
 
-def build_class(root: Path) -> dict:
-    """Write the fixture course (solutions/, lab module), a private copy of labkit (the grader
-    hashes and may restore every labkit file: a copy keeps that away from the working tree)
-    and the class of submissions."""
+#: tools/grade_demo_class.py's kinds of student that this class has no student of its own for
+#: (the others: alice complete — kept, the classmate cheat looks for a "complete" notebook —,
+#: quin stripped metadata, rosa renamed file + -Copy1, judy renamed grade id, dave hard-coded,
+#: erin monkeypatch, frank loop, hank exit, ivan malformed)
+DEMO_KINDS = ("complete", "edited-checks", "answer-key", "classmate", "tamper-disk",
+              "tamper-restore", "detached", "network", "root", "delegate-wrapper",
+              "delegate-alias", "delegate-getattr", "forge-json", "forge-clock", "forge-hook")
+
+
+def demo_tool():
+    """tools/grade_demo_class.py as a module."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("grade_demo_class",
+                                                  ROOT / "tools" / "grade_demo_class.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def build_class(root: Path, demo: bool = False) -> dict:
+    """Write the fixture course (solutions/ beside a private copy of labkit — the grader
+    hashes and may restore every labkit file: a copy keeps that away from the working tree —
+    and the lab module) and the class of submissions; with ``demo``, tools/grade_demo_class.py's
+    students of :data:`DEMO_KINDS` join the class (their expectations in ``"demo"``)."""
     (root / "pkg").mkdir(parents=True)
     shutil.copytree(ROOT / "labkit", root / "lk" / "labkit",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (root / "pkg" / "gradefix_lab.py").write_text(LAB_MODULE, encoding="utf-8")
     sol = solution_notebook()
-    (root / "solutions").mkdir()
-    nbformat.write(sol, root / "solutions" / "00_fix.ipynb")
+    sols = root / "lk" / "solutions"          # beside labkit, as in a checkout (answer-key cheat)
+    sols.mkdir()
+    nbformat.write(sol, sols / "00_fix.ipynb")
     stub = release_notebook(sol, "00_fix.ipynb")
     subs = root / "subs"
     subs.mkdir()
@@ -233,8 +254,16 @@ def build_class(root: Path) -> dict:
     sam = _set(sam, "check-gf_add_one", "check.gf_add_one(add_one_v2)")
     sam.cells[4].source = "def _times(x, k):\n    return k * x"
     put("sam.ipynb", _set(sam, "ex-gf_double", _fn("double", "return _times(x, 2)")))
-    return {"solutions": root / "solutions", "subs": subs, "pkg": root / "pkg",
-            "labkit": root / "lk"}
+    pairs = []
+    if demo:
+        sys.path.insert(0, str(root / "pkg"))
+        try:
+            import gradefix_lab  # noqa: F401 - registers the exercises the tool asks about
+            pairs = demo_tool().make(sols / "00_fix.ipynb", subs, kinds=DEMO_KINDS)
+        finally:
+            sys.path.remove(str(root / "pkg"))
+    return {"solutions": sols, "subs": subs, "pkg": root / "pkg", "labkit": root / "lk",
+            "demo": pairs}
 
 
 def _env(course) -> dict:
@@ -254,7 +283,7 @@ def _grade_cli(course, subs, out, *extra, timeout=600):
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """The fixture course and class on disk."""
-    return build_class(tmp_path_factory.mktemp("gradecourse"))
+    return build_class(tmp_path_factory.mktemp("gradecourse"), demo=True)
 
 
 @pytest.fixture(scope="module")
@@ -273,12 +302,35 @@ def graded(course):
             "stdout": proc.stdout, "out": out}
 
 
-def test_every_submission_gets_the_expected_rows(graded):
+def test_every_submission_gets_the_expected_rows(course, graded):
     got: dict = {}
     for r in graded["rows"]:
         got.setdefault(r["student"], {})[r["exercise"]] = (float(r["points"]), r["verdict"])
-    assert got == {s: {k: (float(p), v) for k, (p, v) in ex.items()}
-                   for s, ex in EXPECTED.items()}
+    assert set(got) == set(EXPECTED) | {s for s, _ in course["demo"]}
+    assert {s: v for s, v in got.items() if s in EXPECTED} == \
+        {s: {k: (float(p), v) for k, (p, v) in ex.items()} for s, ex in EXPECTED.items()}
+
+
+def test_the_synthetic_class_is_graded_fairly(course, graded):
+    """tools/grade_demo_class.py's students in the same run: every honest one (edited check
+    cells, the complete notebook) full marks; every cheat (answer key, classmate, tampering,
+    detached process, network, root, delegation, json/clock/IPython-hook forgeries) zero or a
+    flag; labkit's files untouched."""
+    kinds = {s.split("_", 1)[1] for s, _ in course["demo"]}
+    assert {"delegate-wrapper", "delegate-alias", "delegate-getattr", "answer-key",
+            "classmate", "detached", "complete"} <= kinds
+    results = graded["json"]["submissions"]
+    assert demo_tool().judge(results, course["demo"]) == []
+    by = {r["student"]: r for r in results if r.get("status") != "duplicate"}
+    for s, _ in course["demo"]:
+        v = {e["exercise"]: e["verdict"] for e in by[s]["exercises"]}
+        # (a computed getattr is traced only inside labkit's own modules; this fixture lab is
+        # not one, so that student is caught by the zero-or-flag rule above)
+        if "delegate-wrapper" in s or "delegate-alias" in s:
+            assert v["gf_add_one"] == "uses labkit's answer", (s, v)
+    for name in ("bench/__init__.py", "bench/timing.py"):      # read-only in the sandbox
+        assert (course["labkit"] / "labkit" / name).read_bytes() == \
+            (ROOT / "labkit" / name).read_bytes(), name
 
 
 def test_rows_carry_max_points_clear_messages_and_the_stamp(graded):
@@ -318,11 +370,11 @@ def test_flags_point_the_instructor_at_suspicious_cells_and_mishaps(graded):
         {"rosa/99_other_lab.ipynb"}                                  # the best copy counts
 
 
-def test_wide_csv_json_and_summary(graded):
+def test_wide_csv_json_and_summary(course, graded):
     wide = {r["student"]: r for r in graded["wide"]}
     assert wide["alice"]["total"] == "3" and wide["alice"]["00_fix:gf_double"] == "2"
     assert wide["rosa"]["total"] == "3" and wide["carol"]["00_fix:gf_double"] == "0"
-    assert set(wide) == set(EXPECTED)
+    assert set(wide) == set(EXPECTED) | {s for s, _ in course["demo"]}
     subs = {(s["student"], s["notebook"]): s for s in graded["json"]["submissions"]}
     assert subs[("judy", "judy/00_fix.ipynb")]["canonical"] == "00_fix.ipynb"
     assert subs[("rosa", "rosa/99_other_lab-Copy1.ipynb")]["status"] == "duplicate"
@@ -476,7 +528,7 @@ def test_matching_and_discovery(course, tmp_path):
     assert grade.match_canonical(empty, Path("zz.ipynb"), two) is None
     assert grade.match_canonical(empty, Path("student01_x.ipynb"), two) is None  # NN_ = prefix
     subs = grade.find_submissions(course["subs"])
-    assert {s.student for s in subs} == set(EXPECTED)
+    assert {s.student for s in subs} == set(EXPECTED) | {s for s, _ in course["demo"]}
     with pytest.raises(FileNotFoundError, match="not a folder"):
         grade.find_submissions(tmp_path / "nope")
 

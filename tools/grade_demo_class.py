@@ -179,9 +179,13 @@ def _cheat_cell(kind: str, src: str, name: str, fn: str, gid: str, sol_name: str
     return None
 
 
-def make(sol_path: Path, folder: Path, n: int = 1) -> list[tuple[str, str]]:
-    """Write the class into ``folder``; return (student, expected) pairs — expected is
-    ``full``, ``zero or flag`` or ``unreadable``."""
+def make(sol_path: Path, folder: Path, n: int = 1, kinds=KINDS) -> list[tuple[str, str]]:
+    """Write the class into ``folder`` (``n`` students of each of ``kinds``, default every
+    kind); return (student, expected) pairs — expected is ``full``, ``zero or flag`` or
+    ``unreadable``."""
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        raise ValueError(f"unknown kinds {unknown}; the kinds are {KINDS}")
     sol_path = Path(sol_path)
     sol = nbformat.read(sol_path, as_version=4)
     stub = release_notebook(sol, sol_path.name)
@@ -191,8 +195,9 @@ def make(sol_path: Path, folder: Path, n: int = 1) -> list[tuple[str, str]]:
     other_name = "01_alignment.ipynb" if not sol_path.name.startswith("01_") else "00_tools.ipynb"
     folder.mkdir(parents=True, exist_ok=True)
     out = []
-    for k in range(n * len(KINDS)):
-        kind = KINDS[k % len(KINDS)]
+    kinds = list(kinds)
+    for k in range(n * len(kinds)):
+        kind = kinds[k % len(kinds)]
         student = f"s{k + 1:02d}_{kind}"
         nb = copy.deepcopy(sol if kind in HONEST else stub)
         path = folder / f"{student}.ipynb"
