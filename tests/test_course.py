@@ -137,6 +137,13 @@ def klass(tmp_path_factory):
     # fay: lab1 with no timestamp.txt: the file's time (on time) counts
     _nb(sub / "fay" / "01_alignment.ipynb", dt.datetime(2026, 10, 15, 12, 0, tzinfo=UTC))
     rows += [_row("fay", "fay/01_alignment.ipynb", "01_alignment", [2, 2, 1, 0])]
+    # what needs an instructor's look: a grader's flag (fay), a pass whose speed the check could
+    # not judge (ada's lab2), a row still inconclusive after the re-measurement (dee)
+    rows[-1]["flags"] = {"int16_lanes": ["the check cell was edited"]}
+    ada2 = next(r for r in rows if r["notebook"] == "ada/lab2/02_bspline.ipynb")
+    ada2["exercises"][-1]["message"] = "right answer; speed not judged: other work ran"
+    dee = next(r for r in rows if r["notebook"] == "dee/01_alignment.ipynb")
+    dee["exercises"][2].update(verdict="inconclusive", message="could not decide")
     # gus: a notebook the grader cannot read
     (sub / "gus").mkdir(parents=True)
     (sub / "gus" / "lab1.ipynb").write_text("{not json")
@@ -359,6 +366,23 @@ def test_late_lab_left_out_of_a_two_lab_assignment_when_that_scores_more(tmp_pat
     g = book["students"][0]["assignments"]["lab1"]
     assert (g["score"], g["status"], g["notebooks"]) == (5, "partial", ["ada/a/01_alignment.ipynb"])
     assert any("02_bspline" in n and "left out" in n for n in g["notes"]), g["notes"]
+
+
+def test_detail_and_gradescope_name_what_needs_review(graded):
+    """gradebook-detail.csv's review column lists, for the copies that count, the grader's flags
+    and the rows that need an instructor's look; Gradescope's test output says the same."""
+    rows = _read(graded / "gradebook-detail.csv")
+    d = {(r[0], r[4]): dict(zip(rows[0], r)) for r in rows[1:]}
+    assert d["1006", "lab1"]["review"] == "01_alignment: int16_lanes: the check cell was edited"
+    assert d["1001", "lab2"]["review"] == \
+        "02_bspline: flat_tiles: passed, but the check says speed was not judged"
+    assert d["1004", "lab1"]["review"].startswith("01_alignment: int16_lanes: inconclusive")
+    assert d["1001", "lab1"]["review"] == d["1002", "lab1"]["review"] == ""
+    ada = json.loads((graded / "gradescope" / "lab2" / "1001" / "results.json").read_text())
+    out = {t["name"]: t["output"] for t in ada["tests"]}
+    assert "review: passed, but the check says speed was not judged" in \
+        out["02_bspline: flat_tiles"]
+    assert "review:" not in out["02_bspline: soa_inner_loop"]
 
 
 def test_unknown_folder_listed_not_counted(graded, capsys):

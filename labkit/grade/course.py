@@ -55,7 +55,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .report import _cell, counted
+from .report import _cell, counted, review_notes
 
 __all__ = ["CourseError", "Student", "Assignment", "Course", "load_course", "read_roster_csv",
            "roster_toml", "parse_time", "submission_time", "build_gradebook", "write_course",
@@ -700,7 +700,8 @@ def build_gradebook(course: Course, results: list[dict], folder, lab_max: dict[s
     course: ``{"students": [...one per rostered student, in roster order...], "unknown":
     [...folders of nobody...], "unassigned": [...notebooks of labs in no assignment...],
     "environment": [...stamps...]}``. Each student has one entry per assignment (score, max,
-    status, submitted, time source, days late, penalty, notebooks, notes). The copy of a lab
+    status, submitted, time source, days late, penalty, notebooks, notes, review: the grader's
+    flags and the rows that need an instructor's look in the copies that count). The copy of a lab
     that counts is chosen after the late penalty (:func:`choose_copies`; ``results`` are
     re-marked in place to agree)."""
     folder = Path(folder)
@@ -767,6 +768,8 @@ def _grade_assignment(a: Assignment, copies: dict[str, list[dict]], pick: dict[s
         if when is not None and when > now + dt.timedelta(hours=1):
             notes.append(f"{lab}: its time ({how}, {when.isoformat(timespec='seconds')}) is "
                          "after the grading time; check it")
+    review = [f"{lab}: {ex + ': ' if ex else ''}{note}" for lab, best in exercises.items()
+              for ex, note in review_notes(best)]
     v = _penalised(a, pick, lab_max, when_of)
     when = v["when"]
     if v["unknown_time"]:
@@ -781,13 +784,13 @@ def _grade_assignment(a: Assignment, copies: dict[str, list[dict]], pick: dict[s
             "status": status,
             "submitted": when.astimezone(UTC).isoformat(timespec="seconds") if when else "",
             "time_source": v["how"], "days_late": v["days"], "penalty": round(v["penalty"], 2),
-            "notebooks": notebooks, "notes": notes, "graded": exercises,
+            "notebooks": notebooks, "notes": notes, "review": review, "graded": exercises,
             "lab_max": {lab: float(lab_max.get(lab, 0.0)) for lab in a.labs}}
 
 
 DETAIL_FIELDS = ("student_id", "name", "login", "folder", "assignment", "score", "max",
                  "raw_points", "raw_max", "status", "submitted", "time_source", "days_late",
-                 "penalty", "notebooks", "notes")
+                 "penalty", "notebooks", "notes", "review")
 
 
 def _write_csv(path: Path, head: list[str], rows: list[list]) -> None:
@@ -842,7 +845,7 @@ def write_course(course: Course, book: dict, outdir, results: list[dict] | None 
     """Write the gradebook files into ``outdir``: ``gradebook.csv`` (for the LMS: the id
     column(s) and one column per assignment, nothing else), ``gradebook-detail.csv`` (one row
     per student and assignment: status, submission time and its source, days late, penalty,
-    notebooks, notes), ``gradebook-environment.json`` (the machine that measured),
+    notebooks, notes, review), ``gradebook-environment.json`` (the machine that measured),
     ``gradebook-unknown.csv`` (folders of nobody on the roster, not counted),
     ``gradescope/<assignment>/<student id>/results.json`` and, given the ``results``,
     ``handback/<student id>.zip`` (:func:`write_handback`)."""
@@ -866,7 +869,8 @@ def write_course(course: Course, book: dict, outdir, results: list[dict] | None 
                            _fmt(g["max"]), _fmt(g["raw_points"]), _fmt(g["raw_max"]),
                            g["status"], g["submitted"], g["time_source"], g["days_late"],
                            _fmt(g["penalty"]), "; ".join(g["notebooks"]),
-                           "; ".join(g["notes"] + (s["notes"] if n == names[0] else []))])
+                           "; ".join(g["notes"] + (s["notes"] if n == names[0] else [])),
+                           "; ".join(g["review"])])
     _write_csv(files[1], list(DETAIL_FIELDS), detail)
     from labkit import __version__
     files[2].write_text(json.dumps({

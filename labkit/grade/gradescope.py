@@ -28,7 +28,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from .report import counted
+from .report import counted, needs_review, review_reason
 
 __all__ = ["VISIBILITY", "validate", "lab_tests", "assignment_results", "submission_results",
            "write_results", "build_bundle", "run", "main"]
@@ -127,6 +127,8 @@ def lab_tests(labs, graded: dict[str, dict], lab_max: dict[str, float],
             flags = list(r.get("flags", {}).get(e.get("exercise", ""), []))
             if j == 1:
                 flags = list(r.get("flags", {}).get("", [])) + flags
+            if needs_review(e):
+                flags.append(review_reason(e) or "flagged by the grader")
             if flags:
                 out += "\nreview: " + "; ".join(flags)
             tests.append({"name": name, "number": f"{i}.{j}", "score": _r(e["points"]),

@@ -15,7 +15,7 @@ from pathlib import Path
 from .settings import CSV_FIELDS, REFUSED, STAMP_FIELDS, _short
 
 __all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "counted",
-           "review_reason", "needs_review", "mark_review", "is_challenge", "leaderboards",
+           "review_reason", "needs_review", "mark_review", "review_notes", "is_challenge", "leaderboards",
            "labels", "place_line", "ordinal", "Entry"]
 
 #: A check's message that says it passed without judging speed (one thread, a machine too busy,
@@ -51,6 +51,22 @@ def needs_review(e: dict) -> bool:
     """The row's ``review`` mark (:func:`mark_review`), else :func:`review_reason` of it."""
     v = e.get("review")
     return bool(v) if isinstance(v, bool) else review_reason(e) is not None
+
+
+def review_notes(r: dict) -> list[tuple[str, str]]:
+    """(exercise, note) for everything in the result ``r`` of one notebook an instructor should
+    look at: the grader's flags (suspicious cells, honest mishaps; exercise ``""`` for the
+    notebook as a whole) and each row that needs review (:func:`needs_review`, with its
+    :func:`review_reason`), in the notebook's order."""
+    flags = r.get("flags") or {}
+    out = [("", f) for f in flags.get("", ())]
+    for e in r.get("exercises", ()):
+        ex = e.get("exercise") or ""
+        if ex:
+            out += [(ex, f) for f in flags.get(ex, ())]
+        if needs_review(e):
+            out.append((ex, review_reason(e) or "flagged by the grader"))
+    return out
 
 
 def mark_review(results: list[dict]) -> list[dict]:
