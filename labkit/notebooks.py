@@ -28,7 +28,7 @@ import nbformat
 from labkit import registry
 
 __all__ = ["ROOT", "SOLUTIONS", "FIX", "read_source", "stable_ids", "source_digest",
-           "labkit_digest", "make_stamp", "stale", "resolve", "execute", "untracked_package_files",
+           "labkit_digest", "make_stamp", "stale", "resolve", "run", "execute", "untracked_package_files",
            "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,20 +131,14 @@ def resolve(names: list[str] | None, folder: Path = SOLUTIONS) -> list[Path]:
     return out
 
 
-def execute(source: str | Path, out: str | Path | None = None, *,
-            timeout: int = CELL_TIMEOUT_S, kernel: str = "python3") -> Path:
-    """Execute one MyST source into its ``.ipynb`` (outputs kept, stamped); return the path.
-
-    Runs in the source's folder with ``LABKIT_CHECK_STRICT=1`` and (unless set otherwise)
-    ``LABKIT_SPEED=report``, as the test suite's nbval run does: an error in any cell, a failing
-    check included, raises ``nbclient.exceptions.CellExecutionError`` and nothing is written.
-    """
+def run(nb, folder: str | Path, *, timeout: int = CELL_TIMEOUT_S, kernel: str = "python3"):
+    """Execute the notebook ``nb`` in place, in ``folder``, as the build executes a solution:
+    ``LABKIT_CHECK_STRICT=1``, ``LABKIT_SPEED=report`` unless set otherwise, without the
+    variables that do not belong here (``_NOT_HERE``); the environment is restored afterwards.
+    An error in any cell, a failing check included, raises
+    ``nbclient.exceptions.CellExecutionError``. Returns ``nb``."""
     from nbclient import NotebookClient
 
-    source = Path(source).resolve()
-    out = Path(out) if out is not None else source.with_suffix(".ipynb")
-    stamp = make_stamp(source)              # what the kernel is about to run against
-    nb = read_source(source)
     saved = {k: os.environ.get(k) for k in ("LABKIT_CHECK_STRICT", "LABKIT_SPEED", *_NOT_HERE)}
     os.environ["LABKIT_CHECK_STRICT"] = "1"          # a failing check fails the build …
     os.environ.setdefault("LABKIT_SPEED", "report")  # … but speed gates report (as under nbval)
@@ -153,13 +147,28 @@ def execute(source: str | Path, out: str | Path | None = None, *,
     try:
         NotebookClient(nb, timeout=timeout, kernel_name=kernel, allow_errors=False,
                        store_widget_state=True,
-                       resources={"metadata": {"path": str(source.parent)}}).execute()
+                       resources={"metadata": {"path": str(folder)}}).execute()
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    return nb
+
+
+def execute(source: str | Path, out: str | Path | None = None, *,
+            timeout: int = CELL_TIMEOUT_S, kernel: str = "python3") -> Path:
+    """Execute one MyST source into its ``.ipynb`` (outputs kept, stamped); return the path.
+
+    Runs in the source's folder through :func:`run` (checks strict, speed reported), as the test
+    suite's nbval run does: an error in any cell, a failing check included, raises
+    ``nbclient.exceptions.CellExecutionError`` and nothing is written.
+    """
+    source = Path(source).resolve()
+    out = Path(out) if out is not None else source.with_suffix(".ipynb")
+    stamp = make_stamp(source)              # what the kernel is about to run against
+    nb = run(read_source(source), source.parent, timeout=timeout, kernel=kernel)
     for cell in nb.cells:  # nbclient's timing metadata changes every run: keep diffs to outputs
         cell.metadata.pop("execution", None)
     nb.metadata.setdefault("labkit", {})["stamp"] = stamp

@@ -2,7 +2,6 @@
 solutions, and the student book — the student copies only, safe to publish during term."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -10,15 +9,13 @@ from pathlib import Path
 import pytest
 
 from labkit import registry
+from tooling import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("build_book", ROOT / "tools" / "build_book.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("build_book")
 
 
 def _solution_lines(stem: str) -> set[str]:

@@ -17,7 +17,6 @@ to test-artifacts/browser/.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import re
@@ -33,6 +32,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tooling import load_tool
 
 pytestmark = pytest.mark.browser
 
@@ -53,11 +54,7 @@ SOLUTIONS = sorted(p.name for p in (SRC / "solutions").glob("*.ipynb"))
 
 def _load_ensure_browser():
     """Import tools/ensure_browser.py (the single place that knows where Chromium lives)."""
-    spec = importlib.util.spec_from_file_location(
-        "labkit_ensure_browser", ROOT / "tools" / "ensure_browser.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("ensure_browser")
 
 
 def _loud_skip(reason: str):
@@ -827,10 +824,7 @@ def student_book_site(tmp_path_factory) -> Path:
     except ImportError:
         _loud_skip("jupyter-book / myst-nb are not installed; `pip install -e '.[test]'` "
                    "(make install) provides them through the book extra")
-    spec = importlib.util.spec_from_file_location("labkit_build_book",
-                                                  ROOT / "tools" / "build_book.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_tool("build_book")
     t0 = time.monotonic()
     index = tool.build(SRC, tmp_path_factory.mktemp("book-student") / "site", student=True)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ import pytest
 
 from labkit import grade
 from labkit.release import release_notebook
+from tooling import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -151,12 +152,7 @@ DEMO_KINDS = ("complete", "edited-checks", "answer-key", "classmate", "tamper-di
 
 def demo_tool():
     """tools/grade_demo_class.py as a module."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("grade_demo_class",
-                                                  ROOT / "tools" / "grade_demo_class.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("grade_demo_class")
 
 
 def build_class(root: Path, demo: bool = False) -> dict:

@@ -3,12 +3,13 @@ feedback/<student>.html are written from a small class's results, opened, checke
 parts (plots decoded, no hidden inputs) and screenshotted to test-artifacts/grading/."""
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from tooling import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts" / "grading"
@@ -21,11 +22,7 @@ def _chromium() -> str:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         pytest.skip("playwright is not installed (`pip install -e '.[test]'`)")
-    spec = importlib.util.spec_from_file_location("labkit_ensure_browser",
-                                                  ROOT / "tools" / "ensure_browser.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    path = mod.find_chromium()
+    path = load_tool("ensure_browser").find_chromium()
     if not path:
         pytest.skip("no Chromium found (/usr/bin/chromium); `python tools/ensure_browser.py`")
     return path, mod.CHROMIUM_ARGS

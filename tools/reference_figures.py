@@ -76,9 +76,9 @@ def _host() -> dict:
 
 
 def measure(name: str, probes: dict) -> dict:
-    """Execute solutions/<name>.md and evaluate each probe in its kernel."""
+    """Execute solutions/<name>.md as the build does (``labkit.notebooks.run``) and evaluate
+    each probe in its kernel."""
     import nbformat
-    from nbclient import NotebookClient
 
     from labkit import notebooks
     source = ROOT / "solutions" / f"{name}.md"
@@ -86,18 +86,7 @@ def measure(name: str, probes: dict) -> dict:
     code = "import json as _j\nprint('@@FIGURES@@' + _j.dumps({" + ", ".join(
         f"{k!r}: ({v})" for k, v in probes.items()) + "}))"
     nb.cells.append(nbformat.v4.new_code_cell(code))
-    env = {"LABKIT_CHECK_STRICT": "1", "LABKIT_SPEED": "report"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        NotebookClient(nb, timeout=notebooks.CELL_TIMEOUT_S, kernel_name="python3",
-                       resources={"metadata": {"path": str(source.parent)}}).execute()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    notebooks.run(nb, source.parent)
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
     line = next(ln for ln in text.splitlines() if ln.startswith("@@FIGURES@@"))
     return json.loads(line[len("@@FIGURES@@"):])

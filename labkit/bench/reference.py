@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 
-__all__ = ["KEYS", "figure", "describe", "clause", "sentence", "median_ratio"]
+__all__ = ["KEYS", "figure", "describe", "clause", "sentence"]
 
 #: The figures a notebook may ask for, and what each one is.
 KEYS = {
@@ -44,14 +44,6 @@ def figure(key: str) -> dict:
 #: What a notebook says where a figure was never measured (tests/test_reference.py keeps every
 #: key measured in the repository; a contributor's new key reads this until the tool runs).
 MISSING = "no idle-machine figure is stored for this yet (tools/reference_figures.py --write)"
-
-
-def median_ratio(key: str) -> float:
-    """The median of a threads figure's per-round ratios."""
-    value = figure(key).get("value")
-    if not isinstance(value, list) or not value:
-        raise TypeError(f"{key!r} is not a list of per-round ratios")
-    return float(statistics.median(value))
 
 
 def _threads(value: list, what: str) -> str:
@@ -91,8 +83,9 @@ def describe(key: str) -> str:
 
 
 def clause(key: str) -> str:
-    """'on an idle 2-core <cpu> (<target>; load a → b, <date>) <the figure>' — for inside a
-    sentence; :func:`sentence` is the same as a sentence of its own."""
+    """'on an idle <n>-core <cpu> (<target>, load a → b counting the measurement, <date>;
+    tools/reference_figures.py) <the figure>' — for inside a sentence; :func:`sentence` is the
+    same as a sentence of its own. :data:`MISSING` for a figure never measured."""
     f = figure(key)
     if f.get("value") is None:
         return MISSING
@@ -104,6 +97,7 @@ def clause(key: str) -> str:
 
 
 def sentence(key: str) -> str:
-    """'On an idle 2-core <cpu> (<target>; load a → b, <date>, …) <the figure>.'"""
+    """'On an idle <n>-core <cpu> (<target>, load a → b counting the measurement, <date>;
+    tools/reference_figures.py) <the figure>.' (:func:`clause` as a sentence)."""
     text = clause(key)
     return text[:1].upper() + text[1:] + "."
