@@ -38,14 +38,12 @@ from labkit._sizes import resolve_size
 from .scoring import _LOOKUP, ALPHABET, Scoring, _as_scoring, decode, encode, fits_int16
 
 __all__ = [
-    "ALPHABET", "Scoring", "SIZES", "Inputs", "AlignmentInputs", "encode", "decode", "make_inputs",
+    "ALPHABET", "Scoring", "SIZES", "Inputs", "encode", "decode", "make_inputs",
     "reference", "parasail_scores", "validate", "align", "fits_int16",
     "align_scalar", "align_transposed_promoted", "align_transposed", "transpose_batch",
     "transpose_ragged",
     "align_batched", "align_batched_serial", "align_shifted", "align_shifted_serial", "fits_shifted",
     "TARGETS", "run_benchmark", "cpu_compare", "throughput", "width_sweep", "thread_rounds",
-    "check_transpose",
-    "check_transposed_inner",
 ]
 
 
@@ -82,10 +80,6 @@ class Inputs:
         s1 = [decode(r[:n]) for r, n in zip(self.seqs1, self.lens1)]
         s2 = [decode(r[:n]) for r, n in zip(self.seqs2, self.lens2)]
         return s1, s2
-
-
-#: The name before the lab contract (kept: tests and notebooks use it).
-AlignmentInputs = Inputs
 
 
 def make_inputs(size="small", seed: int = 0) -> Inputs:
@@ -404,12 +398,12 @@ _LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "cpu_compare": "bench",
          "throughput": "bench", "thread_rounds": "bench", "width_sweep": "bench", "_seed_args": "bench", "_parasail_fn": "bench",
          "opal_fn": "bench", "gcups": "bench", "OPAL_MISSING": "bench", "roof": "bench",
          "int16_op_rate": "bench", "OPS_PER_CELL": "bench", "tuner_reading": "prose",
-         "batch_steps_reading": "prose", "column_kib": "prose",
-         "check_transpose": "checks", "check_transposed_inner": "checks", "_lanes_note": "checks"}
+         "batch_steps_reading": "prose", "column_kib": "prose"}
 
 
 def __getattr__(name: str):
-    """``run_benchmark``/``TARGETS`` (from ``.bench``) and the checks (``.checks``), lazily."""
+    """``run_benchmark``/``TARGETS`` and the peers (from ``.bench``) and the prose readings
+    (``.prose``), lazily."""
     if name in _LAZY:
         return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,7 @@ from labkit.check import (CheckFailure, exercise, mismatch, native_lanes, note, 
                           rng, speed_gate, vectorized_gate)
 from labkit.check.gates import hot_loop
 
-from . import AlignmentInputs, Scoring, align_scalar, make_inputs, reference, transpose_batch
+from . import Inputs, Scoring, align_scalar, make_inputs, reference, transpose_batch
 from .kernels import align_batched_serial, align_transposed
 
 __all__ = ["check_transpose", "check_ragged_transpose", "check_transposed_inner",
@@ -95,8 +95,8 @@ def _exact_on_hidden(student, g):
     batches = _hidden_batches(g)
     for s1, s2, sc in batches:
         n = s1.shape[0]
-        inp = AlignmentInputs(s1, s2, np.full(n, s1.shape[1], np.int64),
-                              np.full(n, s2.shape[1], np.int64), sc)
+        inp = Inputs(s1, s2, np.full(n, s1.shape[1], np.int64),
+                     np.full(n, s2.shape[1], np.int64), sc)
         got = student(transpose_batch(s1), transpose_batch(s2), sc)
         msg = mismatch(got, reference(inp), name="score")
         assert msg is None, f"{msg} ({n} pairs, lengths {s1.shape[1]} × {s2.shape[1]}, {sc})"

@@ -10,6 +10,7 @@ from labkit import alignment as A
 from labkit import bench, check
 from labkit.bench import reference
 from labkit.alignment import checks as _checks  # noqa: F401 - registers check.transpose, …
+from labkit.alignment.checks import _lanes_note
 from labkit.alignment import fast
 
 parasail = pytest.importorskip("parasail")
@@ -98,7 +99,7 @@ def test_identical_and_all_different_sequences():
     assert list(A.align(s, s)) == [6 * len(x) for x in s]
     a, c = ["A" * 10, "A" * 7, "A"], ["C" * 10, "C" * 3, "C" * 5]
     got = A.align(a, c)
-    exp = A.parasail_scores(A.AlignmentInputs(*(A._as_codes(x, "s")[0] for x in (a, c)),
+    exp = A.parasail_scores(A.Inputs(*(A._as_codes(x, "s")[0] for x in (a, c)),
                                               np.array([10, 7, 1]), np.array([10, 3, 5]), SC))
     A.validate(got, exp)
     assert got[0] == -40
@@ -229,7 +230,7 @@ def test_int16_kernel_uses_16bit_lanes_and_promoted_does_not():
     assert good.vectorized and naive.vectorized
     assert any("smax" in op and "x i16>" in op for op in good.ir_vector_ops)
     assert any("smax" in op and "x i64>" in op for op in naive.ir_vector_ops)
-    assert "max over 32 int16 lanes" in A._lanes_note(A.align_transposed, args) or good.max_width_bits < 512
+    assert "max over 32 int16 lanes" in _lanes_note(A.align_transposed, args) or good.max_width_bits < 512
 
 
 # ------------------------------------------------------------------ exercise checks
