@@ -22,7 +22,8 @@ def _chromium() -> str:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         pytest.skip("playwright is not installed (`pip install -e '.[test]'`)")
-    path = load_tool("ensure_browser").find_chromium()
+    mod = load_tool("ensure_browser")
+    path = mod.find_chromium()
     if not path:
         pytest.skip("no Chromium found (/usr/bin/chromium); `python tools/ensure_browser.py`")
     return path, mod.CHROMIUM_ARGS
