@@ -285,6 +285,7 @@ def course(tmp_path_factory):
 @pytest.fixture(scope="module")
 def graded(course):
     """Grade the class once, end to end through `python -m labkit grade` (sandboxed)."""
+    require_sandbox()
     out = course["subs"].parent / "grades.csv"
     js = course["subs"].parent / "grades.json"
     proc = _grade_cli(course, course["subs"], out, "--json", str(js), "--jobs", "2",
