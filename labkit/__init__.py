@@ -8,7 +8,7 @@ import importlib
 
 from labkit import _env, registry
 
-_env.apply()   # NUMBA_CPU_NAME=haswell means a Haswell's features too (labkit.hardware.target)
+_env.apply()   # NUMBA_CPU_NAME=haswell means a Haswell's features too (labkit.target)
 
 __version__ = "0.1.0"
 

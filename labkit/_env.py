@@ -4,7 +4,7 @@
 the host's features with the other CPU's name (haswell-tuned AVX-512 code on an AVX-512 host);
 an empty ``NUMBA_CPU_FEATURES`` makes LLVM use the named CPU's own features instead, so the code
 is what numba emits on that CPU. Child processes (the check worker, the grader's sandbox) inherit
-it. See :mod:`labkit.hardware.target`.
+it. See :mod:`labkit.target`.
 """
 from __future__ import annotations
 

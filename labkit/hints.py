@@ -17,7 +17,9 @@ A lab defines its hints next to its checks (``labkit/<lab>/checks.py``)::
                  near_code="for i in range(n): for j in range(m): out[j] += …")
 
 and a failing check names the next hint with :func:`pointer` ("stuck? `hints.next('colsum')`
-shows hint 2 of 3: the approach").
+shows hint 2 of 3: the approach"). This module imports no part of ``labkit.check``: the check
+hands it the failed result's exercise name, and the labs' hints are loaded through
+:func:`labkit.registry.load_checks`.
 """
 from __future__ import annotations
 
@@ -91,10 +93,10 @@ def define(exercise: str, concept: str, approach: str | None = None,
 
 
 def _load() -> None:
-    # hints sit beside the checks; loading the checks (through the registry) defines them
+    # hints sit beside the checks; importing the labs' check modules (the registry) defines them
     try:
-        from labkit import check
-        check.names()
+        from labkit import registry
+        registry.load_checks()
     except Exception:  # noqa: BLE001 - hints defined so far are still usable
         pass
 

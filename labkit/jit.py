@@ -63,13 +63,13 @@ def vector_bits() -> int | None:
 @lru_cache(maxsize=None)
 def compiles_for_avx512() -> bool:
     """Whether numba compiles for an x86 core with AVX-512F: the host, or the CPU that
-    ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` name (:mod:`labkit.hardware.target`, which reads
+    ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` name (:mod:`labkit.target`, which reads
     LLVM's own answer for that CPU: ``haswell`` no, ``znver4`` yes)."""
     import platform
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False
-    from labkit.hardware.target import target
+    from labkit.target import target
 
     return target().has("avx512f")
 
@@ -80,7 +80,7 @@ def _refuse_foreign_target() -> None:
     import platform
 
     if platform.machine().lower() in ("x86_64", "amd64"):
-        from labkit.hardware.target import ensure_executable
+        from labkit.target import ensure_executable
 
         ensure_executable()
 

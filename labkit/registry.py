@@ -11,7 +11,7 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-__all__ = ["Lab", "LABS", "get", "names", "load", "modules"]
+__all__ = ["Lab", "LABS", "get", "names", "load", "modules", "CHECK_MODULES", "load_checks"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +71,23 @@ def load(key: str | int) -> ModuleType:
 
 def modules() -> tuple[str, ...]:
     return tuple(l.module for l in LABS)
+
+
+#: The modules of a lab that register its exercises (``labkit.check``) and their hints
+#: (``labkit.hints``): its checks and, where it has one, its open challenge
+#: (``labkit.<lab>.challenge``, :mod:`labkit.check.challenge`).
+CHECK_MODULES = ("checks", "challenge")
+
+
+def load_checks() -> None:
+    """Import every lab's :data:`CHECK_MODULES` (a lab without a challenge has none to import):
+    importing them registers the exercises with labkit.check and the hints with labkit.hints,
+    which both call this instead of importing each other."""
+    for lab in LABS:
+        for part in CHECK_MODULES:
+            mod = f"{lab.module}.{part}"
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                if e.name not in (mod, lab.module):  # a real missing dependency inside the lab
+                    raise

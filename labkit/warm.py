@@ -181,20 +181,12 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-@contextlib.contextmanager
 def _once():
     """labkit.bench runs each function once here (its first call compiles it with the
     argument types it is given), instead of timing loops: the warm wants the compilation."""
-    from labkit.bench import measure, timing
+    from labkit.bench import single_loop
 
-    saved = [(m, m._autoscale) for m in (timing, measure)]
-    for m, _ in saved:
-        m._autoscale = lambda *a, **k: 1
-    try:
-        yield
-    finally:
-        for m, f in saved:
-            m._autoscale = f
+    return single_loop()
 
 
 def warm_lab(lab: str, solutions_root: str | Path | None = None) -> dict:

@@ -4,7 +4,8 @@ import pytest
 from numba import njit
 
 from labkit import check
-from labkit.check import CheckFailure, loops
+from labkit.check import CheckFailure
+from labkit.inspect import loops
 
 
 @njit(fastmath=True)

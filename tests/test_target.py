@@ -12,7 +12,7 @@ import numba
 import numpy as np
 import pytest
 
-from labkit.hardware import target as T
+from labkit import target as T
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 pytestmark = pytest.mark.skipif(not X86, reason="x86-64 targets")

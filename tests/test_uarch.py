@@ -181,7 +181,7 @@ def test_elements_from_hand_written_loops():
 def test_measured_beside_predicted_on_this_host():
     """The latency-bound chain runs within 1.6× of its predicted cycles per element here (the
     fastest of lesson 00's clock-and-kernel rounds, the round least disturbed by load)."""
-    from labkit.hardware.target import target
+    from labkit.target import target
     from labkit.lesson00.checks import measured_cycle_rounds
     from labkit.lesson00.kernels import dot_plain
     try:
@@ -225,7 +225,7 @@ def _loop_cycles(name, rounds=3):
 
 
 def _host_predictions():
-    from labkit.hardware.target import target
+    from labkit.target import target
     try:
         osaca_model(target().cpu)
     except ValueError:
@@ -316,7 +316,7 @@ def test_a_host_without_a_model_fails_clearly_or_takes_its_vendors_newest(monkey
     (saying how to name a core); an unknown newer name on an Intel or AMD host takes that
     vendor's newest model, named; never a traceback from inside OSACA."""
     from labkit import hardware
-    from labkit.hardware import target as tgt
+    from labkit import target as tgt
     from labkit.inspect import uarch
 
     class Fake:

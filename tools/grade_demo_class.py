@@ -141,7 +141,7 @@ def _cheat_cell(kind: str, src: str, name: str, fn: str, gid: str, sol_name: str
                              *restore, *stub])
     if kind == "detached":
         return _region(src, ["import subprocess, labkit, pathlib",
-                             "p = pathlib.Path(labkit.__file__).parent / 'bench' / 'timing.py'",
+                             "p = pathlib.Path(labkit.__file__).parent / 'timing' / 'timer.py'",
                              "subprocess.Popen(['/bin/sh', '-c', f'sleep 5; echo >> {p}'],",
                              "                 start_new_session=True)", *stub])
     if kind == "network":

@@ -400,7 +400,7 @@ def width_sweep(widths=(32, 64, 128, 256), pairs: int = 512, length: int = 200, 
     sweep hits every width alike), in this thread's CPU seconds. Returns ``{lanes: [alignments/s
     of each repeat]}`` — for ``labkit.bench.claim`` (``kind="rate"``) and
     :func:`~labkit.alignment.prose.tuner_reading`."""
-    from labkit.bench.timing import _autoscale, _time_loops
+    from labkit.timing.timer import _autoscale, _time_loops
 
     runs = {}
     for w in sorted({int(w) for w in widths}):

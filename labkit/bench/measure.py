@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+from labkit.timing.timer import (_autoscale, _check_positive, _first_call, _resolve_args,
+                                 _stats, _time_loops, timeit)
+
 from .results import BenchResult, SweepResult
-from .timing import (_autoscale, _check_positive, _first_call, _resolve_args, _stats,
-                     _time_loops, timeit)
 
 __all__ = ["compare", "sweep"]
 

@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .formatting import format_ratio, format_throughput, format_time
-from .timing import Timing
+from labkit.timing.formatting import format_ratio, format_throughput, format_time
+from labkit.timing.timer import Timing
 
 __all__ = ["BenchResult", "SweepResult"]
 

@@ -56,7 +56,7 @@ def measured_cycles(fn: Callable, args: tuple, elements: float, *, rounds: int =
     the clock and the kernel (best of 3 autoscaled repeats, thread CPU time) are timed one right
     after the other; the fastest round is kept (every disturbance — another process, an interrupt,
     a frequency step — makes a round slower, never faster)."""
-    from .timing import timeit
+    from labkit.timing.timer import timeit
     if not (elements and elements > 0):
         raise ValueError(f"elements must be a positive count per call, got {elements!r}")
     best = None

@@ -523,9 +523,8 @@ def loop_facts(fn, args, dtype: str | None = None) -> dict:
     try:
         import numba
 
+        from labkit.inspect import loops as _loops
         from labkit.inspect.ir import llvm_ir
-
-        from . import loops as _loops
         sig = tuple(numba.typeof(a) for a in args)
         if sig not in fn.overloads:
             return {}

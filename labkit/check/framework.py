@@ -12,7 +12,6 @@ function is a numba dispatcher or, for plain Python, a :class:`labkit.check.prox
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import json
 import os
@@ -404,11 +403,6 @@ def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = (),
     return deco
 
 
-#: The modules of a lab that register exercises: its checks and, where it has one, its open
-#: challenge (``labkit.<lab>.challenge``, :mod:`labkit.check.challenge`).
-LAB_CHECK_MODULES = ("checks", "challenge")
-
-
 def check_modules() -> tuple[str, ...]:
     """The modules that register exercises: ``labkit.<lab>.checks`` for every registry lab, and
     ``labkit.<lab>.challenge`` where the lab has one."""
@@ -417,7 +411,7 @@ def check_modules() -> tuple[str, ...]:
     from labkit import registry
     out = []
     for lab in registry.LABS:
-        for part in LAB_CHECK_MODULES:
+        for part in registry.CHECK_MODULES:
             mod = f"{lab.module}.{part}"
             try:
                 if part == "checks" or find_spec(mod) is not None:
@@ -429,14 +423,7 @@ def check_modules() -> tuple[str, ...]:
 
 def _load_all() -> None:
     from labkit import registry
-    for lab in registry.LABS:
-        for part in LAB_CHECK_MODULES:
-            mod = f"{lab.module}.{part}"
-            try:
-                importlib.import_module(mod)
-            except ModuleNotFoundError as e:
-                if e.name not in (mod, lab.module):  # a real missing dependency inside the lab
-                    raise
+    registry.load_checks()
 
 
 def names() -> list[str]:

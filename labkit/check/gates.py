@@ -19,12 +19,13 @@ import os
 import re
 from typing import Callable
 
-from . import loops as _loops
+from labkit.inspect import loops as _loops
+from labkit.inspect.ir import own_ir
+
 from .executed import executed
 from .framework import current, note
 from .guard import is_dispatcher, unwrap
 from .result import CheckFailure
-from labkit.inspect.ir import own_ir
 
 __all__ = ["native_bits", "native_lanes", "require_njit", "judged", "vectorized_gate", "lanes_gate",
            "no_branch_gate", "fma_gate", "no_fastmath_gate", "accumulators_gate",

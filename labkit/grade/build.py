@@ -10,6 +10,7 @@ import dataclasses
 import re
 from labkit import registry
 
+from .cells import defines, python_source
 from .notebooks import Canonical, _nbg
 
 __all__ = ["FoundCell", "read_exercises"]
@@ -46,22 +47,6 @@ def _code_lines(source: str) -> tuple[str, ...]:
                      if ln.strip() and not ln.strip().startswith("#"))
 
 
-def python_source(source: str) -> str:
-    """A cell's text as Python (IPython magics turned into calls, as IPython would; nothing
-    runs): what the check worker loads and what import statements are read from. A cell that
-    already is Python is returned unchanged."""
-    try:
-        ast.parse(source)
-        return source
-    except SyntaxError:
-        pass
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-        return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - no IPython, or a cell it cannot transform
-        return source
-
-
 def _imports(source: str) -> str:
     from labkit.check.loader import imports_only
     return imports_only(python_source(source))
@@ -70,23 +55,6 @@ def _imports(source: str) -> str:
 def helper_defs(sources, cell: str, imports: str) -> str:
     from labkit.check.loader import helper_defs as defs
     return defs(sources, cell, imports)
-
-
-def defines(source: str) -> set[str]:
-    """Names a cell defines at top level (functions, classes, assignments)."""
-    try:
-        tree = ast.parse(python_source(source))
-    except SyntaxError:
-        return set()
-    out: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, ast.Assign):
-            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            out.add(node.target.id)
-    return out
 
 
 def _constants(sources: list[str], wanted: set[str]) -> dict:

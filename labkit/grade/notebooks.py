@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from .cells import defines
 from .settings import MAX_NOTEBOOK_BYTES, _short
 
 __all__ = ["ExerciseSpec", "Canonical", "Submission", "parse_check_line", "load_canonical",
@@ -265,8 +266,6 @@ def _headings(nb) -> set[str]:
 def _content_score(nb, canon: Canonical) -> tuple[int, int, int]:
     """How much of ``canon`` a notebook carries: (shared grade ids, exercise functions it
     defines, shared markdown headings)."""
-    from .build import defines
-
     ids = {g for c in nb.cells for g in [_nbg(c).get("grade_id")] if isinstance(g, str)} - {""}
     theirs = {_nbg(x).get("grade_id") for x in canon.nb.cells} - {None, ""}
     defined: set[str] = set()

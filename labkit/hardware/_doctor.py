@@ -61,7 +61,7 @@ def doctor(argv: Sequence[str] | None = None) -> int:
 
     hw = info()
     print("\n".join(_describe(hw)))
-    from .target import TargetError, ensure_executable
+    from labkit.target import TargetError, ensure_executable
     try:
         ensure_executable()
     except TargetError as e:

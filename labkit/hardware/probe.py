@@ -318,7 +318,7 @@ def _probe() -> HardwareInfo:
                hwcap=hwcap, llvm_features=_llvm_flags(), llvm_cpu=host)
     if arch == "aarch64" and hw.features.get("sve") and not darwin:
         hw.sve_bits = sources.read_sve_bits()
-    from .target import target
+    from labkit.target import target
     t = target()
     if t.overridden:            # what numba compiles for, and how it differs from the host
         hw.numba_cpu, hw.target_note = t.cpu, t.describe()
@@ -399,11 +399,11 @@ def info(refresh: bool = False) -> HardwareInfo:
 def has(feature: str) -> bool:
     """True if code numba compiles here may use the ISA feature, e.g. has('avx2'),
     has('avx512_vpopcntdq'): the host's features, or the target's when ``NUMBA_CPU_NAME`` /
-    ``NUMBA_CPU_FEATURES`` choose another CPU (:mod:`labkit.hardware.target`; a feature labkit
+    ``NUMBA_CPU_FEATURES`` choose another CPU (:mod:`labkit.target`; a feature labkit
     does not probe counts as absent then). ``info().has`` always describes the host."""
     hw = info()
     if hw.arch == "x86_64":
-        from .target import PROBED, target
+        from labkit.target import PROBED, target
         t = target()
         if t.overridden:
             name = isa.canonical(_normalise(feature), hw.arch)
@@ -430,7 +430,7 @@ def native_vector_bits(*, preferred: bool = False) -> int:
     512 with AVX-512 (``avx512f``), 256 with AVX or AVX2, 128 otherwise on x86-64 (SSE2 is the
     baseline) and on ARM (NEON; numba's code for fixed-length vectors is NEON even on SVE
     hardware), 128 on any other architecture.  The CPU is the one numba compiles for
-    (:func:`labkit.hardware.target.target`): the host, or ``NUMBA_CPU_NAME`` /
+    (:func:`labkit.target.target`): the host, or ``NUMBA_CPU_NAME`` /
     ``NUMBA_CPU_FEATURES`` — ``NUMBA_CPU_NAME=haswell`` says 256 on an AVX-512 host.  ``LABKIT_NATIVE_BITS=128`` (or 256, 512…)
     overrides the answer, e.g. for tests that simulate a 128-bit host.
 
@@ -458,7 +458,7 @@ def native_vector_bits(*, preferred: bool = False) -> int:
         return min(_auto_vector_bits(), native_vector_bits())
     machine = platform.machine().lower()
     if machine in _X86:
-        from .target import target   # the CPU numba compiles for: the host or NUMBA_CPU_NAME/…
+        from labkit.target import target   # the CPU numba compiles for: the host or NUMBA_CPU_NAME/…
         return target().vector_bits
     return 128  # NEON (AArch64), and the narrowest common SIMD elsewhere
 

@@ -2,9 +2,9 @@
 triad, or a read-only sum) and double-precision FMA rate.
 
 The kernels are plain Python functions jitted on first use (``numba.njit(cache=True)``), so
-``import labkit.hardware`` does not import numba.  Timing is labkit.bench's timer, imported
-inside the function that times: bench reaches hardware (its report header, cycles per item), so
-hardware does not import bench at module level.
+``import labkit.hardware`` does not import numba.  Timing is :mod:`labkit.timing`'s timer (the
+timing core below both this package and labkit.bench), imported inside the function that times,
+so ``import labkit.hardware`` stays light.
 """
 from __future__ import annotations
 
@@ -67,13 +67,13 @@ def _kernel(name: str):
 
 def _best_seconds(fn, args, repeat: int, min_time: float) -> float:
     """Seconds per call of ``fn(*args)``: the fastest of ``repeat`` timed repeats of ≥ min_time
-    each (labkit.bench.timeit: first call apart, loops autoscaled, garbage collector paused), as
+    each (labkit.timing.timeit: first call apart, loops autoscaled, garbage collector paused), as
     STREAM reports — a shared machine only ever slows a run down. Timed in this thread's CPU time
     (the kernels are single-threaded): wall time also counts the moments another job held the
     core, and on this shared 2-core machine read the triad at 1.4–4.8 GB/s while a kernel beside
     it moved 11 GB/s. A thread stalled on memory still runs, so bandwidth-bound loops are timed
     correctly."""
-    from labkit.bench import timeit  # lazily: bench reaches hardware
+    from labkit.timing import timeit  # lazily: import labkit.hardware stays light
 
     t = timeit(fn, *args, repeat=repeat, min_time=min_time, clock="thread")
     return max(min(t.times), 1e-9)

@@ -5,6 +5,8 @@ The package, by concern (each module's docstring says how it gets its text):
 
 * :mod:`.ir` — which compiled overload to read (a fresh copy when numba's disk cache hides the
   code); ``llvm_ir`` / ``asm``.
+* :mod:`.loops` — one IR function's basic blocks, control-flow graph, natural loops and hot
+  loop (what ``own_ir`` and labkit.check's gates read).
 * :mod:`.vector` — the SIMD instruction classifier (xmm/ymm/zmm, NEON v, SVE z, RVV v);
   ``vector_report`` / ``vector_report_from_asm``.
 * :mod:`.retarget` — ``compile_for`` another CPU (x86-64, AArch64 NEON/SVE, RISC-V V) from

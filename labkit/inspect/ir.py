@@ -270,7 +270,7 @@ def asm(fn, signature=None, *, full: bool = False) -> str:
 def own_ir(fn, signature=None) -> tuple[str, bool]:
     """(``fn``'s own optimised IR, whether it has a loop of its own — a natural loop as the
     checks' gates find them; when it has none, its loop sits in a helper it calls)."""
-    from labkit.check import loops as _loops
+    from . import loops as _loops
     text = llvm_ir(fn, signature)
     return text, bool(_loops.loops(text))
 

@@ -686,7 +686,7 @@ def _predict(fn, signature, cpu, elements_per_iteration, loop=None) -> Predictio
         from osaca.semantics import ArchSemantics, KernelDG
     except ImportError:
         raise ImportError("labkit.inspect.predict needs OSACA: pip install osaca") from None
-    from labkit.hardware.target import target as numba_target
+    from labkit.target import target as numba_target
     target = cpu or numba_target().cpu
     model, approx = osaca_model(target) if cpu else _host_model(target)
     if cpu is None and target in ("icelake-server", "rocketlake", "tigerlake"):

@@ -21,8 +21,6 @@ turns that off). Three things make it fast, measured in docs/pcc.md:
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import get_thread_id, prange, types
 from numba.extending import overload
@@ -30,6 +28,7 @@ from numba.extending import overload
 from labkit._common import aligned_empty
 from labkit.jit import njit
 
+from .layout import _ALIGN, LANE, _row_moments
 from .mapping import _job_coords_nb
 
 __all__ = ["MR", "NR", "KB", "LANE", "BLOCK_SOURCE", "engine_rows", "aligned_empty",
@@ -41,9 +40,6 @@ __all__ = ["MR", "NR", "KB", "LANE", "BLOCK_SOURCE", "engine_rows", "aligned_emp
 MR, NR = 6, 4
 #: samples per k-block (a multiple of LANE, so every k-slice of an aligned row is aligned)
 KB = 512
-#: rows are padded to a multiple of LANE doubles (one 512-bit vector, one 64-byte cache line)
-LANE = 8
-_ALIGN = 64
 
 
 # ---------------------------------------------------------------- aligned, padded rows
@@ -67,29 +63,6 @@ def as_engine_rows(Z):
     Zp[:, :l] = Z
     Zp[:, l:] = 0.0
     return Zp
-
-
-@njit(cache=True, nogil=True)
-def _row_moments(x):
-    """(mean, 1/‖x − mean‖, constant?) of one row, two-pass, sums in sample order; a constant
-    row (every sample equal to the first) → inverse norm 0. Shared by every standardisation."""
-    l = x.shape[0]
-    x0 = x[0]
-    mean = 0.0
-    same = True
-    for k in range(l):
-        mean += x[k]
-        if x[k] != x0:
-            same = False
-    mean /= l
-    inv = 0.0
-    if not same:
-        ss = 0.0
-        for k in range(l):
-            d = x[k] - mean
-            ss += d * d
-        inv = 1.0 / math.sqrt(ss)
-    return mean, inv, same
 
 
 @njit(cache=True, parallel=True)

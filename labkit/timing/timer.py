@@ -1,7 +1,8 @@
 """Timing primitives: JIT warm-up timed apart, autoscaled loops with the garbage collector
-paused, wall or CPU clock; :func:`timeit` and its :class:`Timing`."""
+paused, wall or CPU clock; :func:`timeit` and its :class:`Timing`; :func:`single_loop`."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import html
 import math
@@ -13,9 +14,10 @@ import numpy as np
 
 from .formatting import format_time
 
-__all__ = ["is_jitted", "Timing", "timeit"]
+__all__ = ["is_jitted", "Timing", "timeit", "single_loop"]
 
 _clock = time.perf_counter  # tests may not patch it; timings are never asserted
+_SINGLE: list[bool] = []    # one entry per open single_loop() block
 
 
 def is_jitted(fn: Any) -> bool:
@@ -79,11 +81,30 @@ def _time_loops(fn: Callable, args: tuple, loops: int, clock: str = "wall") -> f
             gc.enable()
 
 
+@contextlib.contextmanager
+def single_loop():
+    """Within the block every autoscaled repeat is one call: :func:`timeit`,
+    ``labkit.bench.compare`` / ``sweep`` (and whatever else sizes its loops with them) call each
+    function once per repeat instead of growing the loop to ``min_time``. For ``labkit warm``,
+    which runs a lab's benchmark to get numba's compilation, not a measurement::
+
+        with single_loop():
+            lab.run_benchmark("small", repeat=1)
+    """
+    _SINGLE.append(True)
+    try:
+        yield
+    finally:
+        _SINGLE.pop()
+
+
 def _autoscale(fn: Callable, args: tuple, min_time: float, clock: str = "wall") -> int:
     """Number of loops so one repeat of `fn(*args)` lasts at least min_time seconds. Scaled from
     a second call, not the first: a first call that took long may have been JIT compilation —
     also inside a plain wrapper (a lambda or object calling a jitted kernel), which is_jitted
-    cannot see."""
+    cannot see. 1, without a call, inside :func:`single_loop`."""
+    if _SINGLE:
+        return 1
     loops = 1
     t = _time_loops(fn, args, 1, clock)
     for _ in range(12):

@@ -18,6 +18,10 @@ same code generator numba uses, so there is no table of CPU models to keep up to
 with a feature the host lacks cannot run here: :func:`ensure_executable` refuses it with a clear
 message (numba would die with SIGILL); ``labkit.inspect.compile_for(fn, cpu)`` shows its code
 without running it.
+
+It is a top-level module, below both :mod:`labkit.jit` (which asks it whether the target has
+AVX-512 and refuses a target this host cannot run) and :mod:`labkit.hardware` (whose kernels
+:mod:`labkit.jit` compiles): it imports neither, nor numba.
 """
 from __future__ import annotations
 
