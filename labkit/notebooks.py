@@ -5,7 +5,8 @@
 with nbclient — outputs kept, working directory ``solutions/``, ``LABKIT_CHECK_STRICT=1`` so a
 failing check fails the build — and writes a stamp into the notebook metadata::
 
-    "labkit": {"stamp": {"source": sha256 of the .md, "labkit": sha256 of labkit/, "executed": ISO time}}
+    "labkit": {"stamp": {"source": sha256 of the .md, "labkit": sha256 of labkit/,
+                         "executed": ISO time}}
 
 :func:`stale` compares a stamp with the files as they are now; ``tests/test_notebooks.py`` fails
 on any stale stamp and names the command that fixes it.
@@ -28,8 +29,8 @@ import nbformat
 from labkit import registry
 
 __all__ = ["ROOT", "SOLUTIONS", "FIX", "read_source", "stable_ids", "source_digest",
-           "labkit_digest", "make_stamp", "stale", "resolve", "run", "execute", "untracked_package_files",
-           "main"]
+           "labkit_digest", "make_stamp", "stale", "resolve", "run", "execute",
+           "untracked_package_files", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"

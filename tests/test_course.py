@@ -385,6 +385,29 @@ def test_detail_and_gradescope_name_what_needs_review(graded):
     assert "review:" not in out["02_bspline: soa_inner_loop"]
 
 
+def test_gradescope_output_carries_each_review_note_once():
+    """lab_tests reads report.review_notes: the notebook's flags on its first test only, an
+    exercise's flags and review reason on that exercise's test — and an unreadable notebook's
+    single, exercise-less row shows its flag once (it used to show it twice)."""
+    from labkit.grade.gradescope import lab_tests
+    ok = {"notebook": "a/01_alignment.ipynb", "status": "graded",
+          "flags": {"": ["renamed file"], "colsum": ["the check cell was edited"]},
+          "exercises": [{"exercise": "colsum", "verdict": "passed", "message": "ok",
+                         "points": 1, "max_points": 1},
+                        {"exercise": "softsign", "verdict": "passed", "message": "ok",
+                         "points": 1, "max_points": 1}]}
+    bad = {"notebook": "b/02_bspline.ipynb", "status": "grader error",
+           "flags": {"": ["not valid JSON"]},
+           "exercises": [{"exercise": "", "verdict": "not run", "message": "unreadable",
+                          "points": 0, "max_points": 0}]}
+    out = {t["name"]: t["output"] for t in
+           lab_tests(["01_alignment", "02_bspline"], {"01_alignment": ok, "02_bspline": bad},
+                     {"01_alignment": 2.0, "02_bspline": 3.0})}
+    assert "review: renamed file; the check cell was edited" in out["01_alignment: colsum"]
+    assert "review:" not in out["01_alignment: softsign"]
+    assert out["02_bspline: grader error"].count("not valid JSON") == 1, out
+
+
 def test_unknown_folder_listed_not_counted(graded, capsys):
     assert _read(graded / "gradebook-unknown.csv")[1:] == [
         ["dee_backup", "dee_backup/01_alignment.ipynb",

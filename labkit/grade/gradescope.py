@@ -28,7 +28,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from .report import counted, needs_review, review_reason
+from .report import counted, review_notes
 
 __all__ = ["VISIBILITY", "validate", "lab_tests", "assignment_results", "submission_results",
            "write_results", "build_bundle", "run", "main"]
@@ -120,15 +120,15 @@ def lab_tests(labs, graded: dict[str, dict], lab_max: dict[str, float],
                           "output": f"No notebook of {lab} was found in this submission.",
                           "visibility": visibility})
             continue
+        notes = review_notes(r)            # the gradebook's review column, by exercise
+        whole = [n for ex, n in notes if not ex]
         for j, e in enumerate(r["exercises"], start=1):
             name = f"{lab}: {e['exercise']}" if e.get("exercise") else \
                 f"{lab}: {r.get('status', 'not graded')}"
             out = f"{e['verdict']}: {e['message']}" if e.get("message") else str(e["verdict"])
-            flags = list(r.get("flags", {}).get(e.get("exercise", ""), []))
-            if j == 1:
-                flags = list(r.get("flags", {}).get("", [])) + flags
-            if needs_review(e):
-                flags.append(review_reason(e) or "flagged by the grader")
+            # the notebook's own notes (and an exercise-less row's) on its first test, once
+            flags = (whole if j == 1 else []) + [n for ex, n in notes
+                                                 if ex and ex == e.get("exercise")]
             if flags:
                 out += "\nreview: " + "; ".join(flags)
             tests.append({"name": name, "number": f"{i}.{j}", "score": _r(e["points"]),

@@ -15,8 +15,8 @@ from pathlib import Path
 from .settings import CSV_FIELDS, REFUSED, STAMP_FIELDS, _short
 
 __all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "counted",
-           "review_reason", "needs_review", "mark_review", "review_notes", "is_challenge", "leaderboards",
-           "labels", "place_line", "ordinal", "Entry"]
+           "review_reason", "needs_review", "mark_review", "review_notes", "is_challenge",
+           "leaderboards", "labels", "place_line", "ordinal", "Entry"]
 
 #: A check's message that says it passed without judging speed (one thread, a machine too busy,
 #: speed only reported): a human looks at that row, as at an ``inconclusive`` one.
