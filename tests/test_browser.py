@@ -31,6 +31,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from tooling import load_tool
@@ -316,6 +317,25 @@ async (path) => {
 """
 
 
+_SAVE_JS = r"""
+async (path) => {
+  const app = window.jupyterapp;
+  for (const w of app.shell.widgets('main')) {
+    if (w.context && w.context.path === path) { app.shell.activateById(w.id); await w.context.save(); }
+  }
+}
+"""
+
+
+def _has_outputs(path: Path) -> bool:
+    """The notebook on disk has code outputs (JupyterLab has written the run's outputs)."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(c.get("outputs") for c in nb.get("cells", []) if c.get("cell_type") == "code")
+
+
 def _state(page, path):
     return page.evaluate(_STATE_JS, path)
 
@@ -518,10 +538,11 @@ class _Phases:
 
 
 # ------------------------------------------------------------------ the tests
-# the default tier drives lesson 00 in JupyterLab; the labs' solutions are executed once by nbval
-# there, and in the browser only in the full tier
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n.startswith("00_") else pytest.mark.full)
-                                  for n in SOLUTIONS] or [pytest.param(
+# the default tier drives lesson 00's student copy in JupyterLab (what a student opens first);
+# every solution, lesson 00's included, is executed once by nbval there, and in the browser only
+# in the full tier — so no notebook is executed twice in a tier
+@pytest.mark.full       # default tier: nbval (strict checks); the browser by the student copy below
+@pytest.mark.parametrize("name", SOLUTIONS or [pytest.param(
     None, marks=pytest.mark.skip(reason="BROWSER: no solutions/*.ipynb yet"))])
 def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
     """Run All on a solution notebook: no errors, checks pass, a tuner slider re-runs."""
@@ -580,9 +601,10 @@ def _stub_hints(path: Path) -> list[str]:
     return hints
 
 
-@pytest.mark.full       # default tier: test_notebooks runs the student copies' checks headless
 def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
-    """Run All on notebooks/00_tools.ipynb: checks fail with 'not implemented' + hint, no errors."""
+    """Run All on notebooks/00_tools.ipynb: checks fail with 'not implemented' + hint, no errors;
+    saved, its outputs show no exercise's answer before it is earned (as
+    tests/test_notebooks.py's headless run of the student copies, full tier, asserts)."""
     path = STUDENT_NB
     if not (lab.root / path).exists():
         pytest.skip(f"BROWSER: {path} not generated yet (make notebooks)")
@@ -612,6 +634,11 @@ def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
                 f"{path}: a check fails for another reason than 'not implemented': {text[:200]}")
             assert any(" ".join(h.split())[:40] in text for h in hints), (
                 f"{path}: check verdict does not show the stub's hint: {text[:200]}")
+        page.evaluate(_SAVE_JS, path)
+        saved = lab.root / path
+        _wait(page, lambda: (_has_outputs(saved), None), 60, f"{path} to be saved", shot)
+        from test_notebooks import _no_answer_before_it_is_earned
+        _no_answer_before_it_is_earned(saved, nbformat.read(saved, as_version=4))
     except Exception:
         _shot(page, f"{shot}-FAILED")
         raise

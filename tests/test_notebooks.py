@@ -220,11 +220,13 @@ def _run(path, tmp_path):
     return nb
 
 
-# lesson 00's copy in the default tier (each exercise's stub is proven 'not implemented' with its
-# first hint by tests/labs/*::test_stub_*, the guards by test_earned_and_locked); the labs' copies
-# executed whole in the full tier
-@pytest.mark.parametrize("path", [pytest.param(p, marks=() if p.name.startswith("00_") else pytest.mark.full)
-                                  for p in STUDENT], ids=[p.name for p in STUDENT])
+# full tier: lesson 00's copy is run in the default tier by JupyterLab itself
+# (test_browser.py::test_student_copy_shows_hints_not_tracebacks: no error, every check 'not
+# implemented' with its hint, no answer shown before it is earned); each lab's stub is proven
+# 'not implemented' with its first hint by tests/labs/*::test_stub_*, the guards by
+# test_earned_and_locked
+@pytest.mark.full
+@pytest.mark.parametrize("path", STUDENT, ids=[p.name for p in STUDENT])
 def test_student_copy_checks_fail_with_hint(path, tmp_path):
     nb = _run(path, tmp_path)
     seen = 0

@@ -16,7 +16,8 @@ check's verdict, and each speed gate's ratio, interval and target, is printed at
 On an x86-64 host that can run AVX2 code the notebooks run as the commonest student laptop,
 numba targeting ``haswell`` (AVX2, no AVX-512; ``make test`` has run them as the host already),
 so this one pass proves both "on an AVX2 laptop" and "on a busy one" (the host matrix,
-tools/hosts/matrix.py, grades the solutions as haswell but leaves this re-execution to here).
+tools/hosts/matrix.py, runs the ISA tests as haswell and leaves the solutions to here: their
+checks pass as haswell here, and the grader's path is proven on the host by make test-full).
 
     .venv/bin/python tools/load_test.py [--spinners 1] [--target haswell|host|CPU] [NOTEBOOK ...]
 
