@@ -126,6 +126,39 @@ def test_which_timeouts_run_again():
     assert run._undecided(again, shared=True) == []                # once only
 
 
+def test_a_cell_that_did_not_load_in_time_runs_alone_after_the_batch(course, monkeypatch):
+    """Loading the cell is labkit's time, not the student's function's: a check whose checker ran
+    out of time loading the cell (a machine far too busy) is run again alone after the batch —
+    even in a batch graded one at a time — and, if it still cannot load, stays 0 with a review
+    note instead of a silent error."""
+    from labkit.check.runner import crash_message
+    from labkit.grade.report import review_reason
+    calls = []
+    stuck = crash_message("load-timeout", 30)
+
+    def fake(ex, cell, timeout):
+        calls.append(ex.name)
+        if ex.name == "gf_double" and calls.count(ex.name) <= 2:      # both students' first run
+            return {"verdict": "error", "passed": False, "points": 0.0, "message": stuck,
+                    "details": {}}, 7
+        return {"verdict": "passed", "passed": True, "points": ex.points, "message": "ok",
+                "details": {}}, 7
+
+    monkeypatch.setattr(run, "run_exercise", fake)
+    rows = _rows(_grade(course))
+    doubles = [e for e in rows.values() if e["exercise"] == "gf_double"]
+    assert len(doubles) == 2 and calls.count("gf_double") == 4, calls
+    assert all(e["verdict"] == "passed" and e["points"] == 2 and e.get("remeasured")
+               for e in doubles), doubles
+    assert all("the first run was timed out" in e["message"] for e in doubles)
+    from types import SimpleNamespace
+    row = run._verdict_row(SimpleNamespace(name="gf_double", points=2.0),
+                           {"verdict": "error", "message": stuck}, 7, 30.0)
+    assert (row["verdict"], row.get("never_ran")) == ("timed out", True)
+    assert review_reason(dict(row, remeasured=True)).startswith(
+        "timed out: the cell did not load in time, even re-measured alone")
+
+
 def test_a_grader_error_in_the_second_run_touches_only_the_checks_run_again():
     first = {"status": "graded", "exercises": [
         {"exercise": "gf_add_one", "verdict": "passed", "points": 1.0, "message": "ok"},

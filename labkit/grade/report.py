@@ -21,6 +21,9 @@ __all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "coun
 #: A check's message that says it passed without judging speed (one thread, a machine too busy,
 #: speed only reported): a human looks at that row, as at an ``inconclusive`` one.
 _NOT_JUDGED = re.compile(r"speed (?:was )?not judged|speed reported only", re.IGNORECASE)
+#: the checker ran out of time loading the cell (labkit's time, not the student's function's:
+#: labkit.check.runner.crash_message "load-timeout", labkit.check.proxy's child start-up)
+LOAD_TIMEOUT = re.compile(r"loading your cell did not finish within|your cell did not load within")
 
 
 def counted(results: list[dict]) -> list[dict]:
@@ -30,7 +33,8 @@ def counted(results: list[dict]) -> list[dict]:
 
 def review_reason(e: dict) -> str | None:
     """Why an exercise row needs an instructor's look, or None: still ``inconclusive`` after the
-    batch's re-measurement (the machine could not decide; the row has 0 points), a message
+    batch's re-measurement (the machine could not decide; the row has 0 points), a cell that did
+    not load in time (0 points for labkit's time), a message
     saying the check did not judge speed, or a pass beside labkit's answer that missed the target
     itself (``speed_share`` in the details: judged against the answer, not the target). Never a
     deduction: the row's points stand."""
@@ -39,6 +43,10 @@ def review_reason(e: dict) -> str | None:
     if e.get("verdict") == "inconclusive":
         return ("inconclusive: the check could not decide on this machine"
                 + (", even re-measured alone after the batch" if e.get("remeasured") else ""))
+    if LOAD_TIMEOUT.search(str(e.get("message", ""))):
+        return (f"{e.get('verdict')}: the cell did not load in time"
+                + (", even re-measured alone after the batch" if e.get("remeasured") else "")
+                + " — labkit's time, not the student's function's")
     if _NOT_JUDGED.search(str(e.get("message", ""))):
         return f"{e.get('verdict')}, but the check says speed was not judged"
     if e.get("verdict") == "passed" and "speed_share" in (e.get("details") or {}):

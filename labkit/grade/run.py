@@ -16,7 +16,7 @@ from typing import Any
 from .build import read_exercises
 from .checkcell import _resolve_modules, run_exercise, use_worker
 from .integrity import Snapshot, _module_root
-from .report import mark_review
+from .report import LOAD_TIMEOUT, mark_review
 from .notebooks import (Canonical, ExerciseSpec, Submission, _read_submission, find_submissions,
                         load_solutions, match_canonical)
 from .settings import (CELL_TIMEOUT, MAX_MESSAGE, MAX_NOTEBOOK_BYTES, MEMORY_LIMIT,
@@ -103,11 +103,17 @@ def _verdict_row(ex: ExerciseSpec, r: dict, seed: int, seconds: float) -> dict:
         details = {"truncated": _short(text, 4 * MAX_MESSAGE)}
     verdict = str(r.get("verdict", "error"))
     message = str(r.get("message", ""))
+    extra = {}
     if verdict == "error" and "did not return within" in message:
         verdict = TIMED_OUT
+    elif verdict == "error" and LOAD_TIMEOUT.search(message):
+        # the checker's time loading the cell ran out: the student's function never ran, so
+        # the check is run again alone after the batch, as one the notebook's time cut off
+        verdict, extra = TIMED_OUT, {"never_ran": True}
     elif verdict == "error" and ("crashed the checker" in message or "ended the checker" in message):
         verdict = "crashed"
-    row = _row(ex, verdict, message, pts, seed=seed, seconds=round(seconds, 2), details=details)
+    row = _row(ex, verdict, message, pts, seed=seed, seconds=round(seconds, 2), details=details,
+               **extra)
     if not passed:
         try:
             from labkit import hints
