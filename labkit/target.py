@@ -156,7 +156,9 @@ def _numba_target() -> tuple[str, str | None, tuple]:
 
 
 class _Stderr:
-    """fd 2 into a temporary file (LLVM warns about unknown CPUs on stderr, not by exception)."""
+    """fd 2 into a temporary file for the duration, its text in ``.text`` (LLVM warns about
+    unknown CPUs on stderr, not by exception; labkit.inspect reads the vectoriser's remarks and
+    retargeted compiles' warnings the same way)."""
 
     def __enter__(self):
         self.text = ""
@@ -170,6 +172,10 @@ class _Stderr:
         return self
 
     def __exit__(self, *exc):
+        try:
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
         os.dup2(self._saved, 2)
         os.close(self._saved)
         self._tmp.seek(0)

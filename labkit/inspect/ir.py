@@ -8,14 +8,13 @@ dispatcher of ``fn.py_func`` with the same options (the user's dispatcher is nev
 """
 from __future__ import annotations
 
-import os
 import re
-import sys
-import tempfile
 import threading
 import warnings
 import weakref
 from typing import Any
+
+from labkit.target import _Stderr as _StderrCapture  # fd 2 into a file, ``.text``
 
 # --------------------------------------------------------------------------- dispatchers
 
@@ -294,29 +293,3 @@ def helpers_text(fn, signature=None, kind: str = "asm") -> str:
                        for name, lines in funcs.items()
                        if name.strip('"').startswith(prefix) and name.strip('"') != main)
 
-
-class _StderrCapture:
-    """Redirect the C-level file descriptor 2 into a temporary file for the duration."""
-
-    def __enter__(self):
-        self.text = ""
-        try:
-            sys.stderr.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        self._tmp = tempfile.TemporaryFile(mode="w+b")
-        self._saved = os.dup(2)
-        os.dup2(self._tmp.fileno(), 2)
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            sys.stderr.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        os.dup2(self._saved, 2)
-        os.close(self._saved)
-        self._tmp.seek(0)
-        self.text = self._tmp.read().decode("utf-8", "replace")
-        self._tmp.close()
-        return False
