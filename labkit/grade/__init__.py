@@ -30,7 +30,7 @@ from .notebooks import (_NN, Canonical, ExerciseSpec, Submission, _nbg, _read_su
                         parse_check_line)
 from .build import _FLAG_PATTERNS, _LAB_MODULE, FoundCell, _code_lines, _flags_for, read_exercises
 from .checkcell import _resolve_modules, run_exercise
-from .integrity import Snapshot, _package_digest
+from .integrity import Snapshot
 from .run import (SandboxUnavailable, _grade_task, _not_run, _row, _verdict_row,
                   environment_stamp, grade, grade_notebook)
 from .report import rows, summary, wide_rows, write_csv, write_json, write_wide_csv

@@ -62,8 +62,6 @@ def _parser() -> argparse.ArgumentParser:
                    help="a bigger notebook is refused unread, one row (default "
                         f"{MAX_NOTEBOOK_BYTES >> 20}M); 0 = no limit")
     p.add_argument("--solutions", default=None, help="canonical notebooks (default solutions/)")
-    p.add_argument("--skip-tag", action="append", default=[],
-                   help="ignored (no notebook runs any more); kept for old scripts")
     p.add_argument("--exercise-module", action="append", default=[],
                    help="extra module registering exercises (besides the labs in "
                         "labkit.registry)")
@@ -137,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                                  f"{type(e).__name__}: {e}") from None
         results = grade(a.dir, solutions=a.solutions, jobs=a.jobs, cell_timeout=a.cell_timeout,
                         notebook_timeout=a.notebook_timeout, memory_limit=a.memory_limit,
-                        skip_tags=a.skip_tag, exercise_modules=a.exercise_module,
+                        exercise_modules=a.exercise_module,
                         progress=not a.no_progress, sandbox=not a.no_sandbox, cache_dir=cache,
                         max_notebook_bytes=a.max_notebook_size, seed=a.seed,
                         submissions=subs, runner=runner)

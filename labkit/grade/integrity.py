@@ -98,7 +98,3 @@ class Snapshot:
                 failed.append(f)
         return failed
 
-
-def _package_digest(modules=()) -> dict[str, str]:
-    """sha256 per trusted file (kept for older callers)."""
-    return dict(Snapshot(modules).hashes)

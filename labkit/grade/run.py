@@ -466,7 +466,7 @@ def _dedupe(results: list[dict], key=None, why: str = "best score") -> None:
 
 def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_TIMEOUT,
           notebook_timeout: float = NOTEBOOK_TIMEOUT, memory_limit: int = MEMORY_LIMIT,
-          skip_tags=(), exercise_modules=(), progress: bool = True, sandbox: bool = True,
+          exercise_modules=(), progress: bool = True, sandbox: bool = True,
           cache_dir=None, max_notebook_bytes: int = MAX_NOTEBOOK_BYTES, seed=None,
           submissions=None, runner=None) -> list[dict]:
     """Grade every submission in ``folder``; returns one result dict per notebook.
@@ -474,7 +474,7 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
     ``sandbox=False`` (``--no-sandbox``) runs the checks without a sandbox; otherwise a
     missing sandbox raises :class:`SandboxUnavailable`. ``cache_dir``: where results are kept
     for incremental regrading (unchanged submission + unchanged labkit → cached result);
-    ``None`` = no cache. ``skip_tags`` is accepted for compatibility (no notebook runs).
+    ``None`` = no cache.
     ``max_notebook_bytes``: a bigger submission is refused unread (0 = no limit).
     ``seed``: a class seed every check's seed is derived from (``None``: fresh secret seeds).
     ``submissions``: grade only these (of ``find_submissions(folder)``: a shard, :mod:`.shard`).
@@ -510,7 +510,7 @@ def grade(folder, *, solutions=None, jobs: int = 1, cell_timeout: float = CELL_T
             extra_paths.append(str(root.parent))
     settings = GradeSettings(cell_timeout=float(cell_timeout),
                              notebook_timeout=float(notebook_timeout),
-                             memory_limit=int(memory_limit), skip_tags=tuple(skip_tags),
+                             memory_limit=int(memory_limit),
                              max_notebook_bytes=int(max_notebook_bytes),
                              exercise_modules=exercise_modules, sandbox=bool(sandbox),
                              extra_paths=tuple(dict.fromkeys(extra_paths)),

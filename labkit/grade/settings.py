@@ -26,10 +26,7 @@ class GradeSettings:
     notebook_timeout: float = NOTEBOOK_TIMEOUT
     memory_limit: int = MEMORY_LIMIT
     max_notebook_bytes: int = MAX_NOTEBOOK_BYTES
-    skip_tags: tuple = ()
     exercise_modules: tuple = ()
-    digest: dict | None = None
-    digest_modules: tuple = ()
     sandbox: bool = True            # False: --no-sandbox
     extra_paths: tuple = ()         # folders of extra exercise modules (bound into the sandbox)
     numba_cache: str | None = None  # the seed: a warm numba cache each worker copies (run._build_seed)
