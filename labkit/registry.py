@@ -11,7 +11,8 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-__all__ = ["Lab", "LABS", "get", "names", "load", "modules", "CHECK_MODULES", "load_checks"]
+__all__ = ["Lab", "LABS", "get", "names", "load", "modules", "CHECK_MODULES", "check_modules",
+           "load_checks"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,22 @@ def modules() -> tuple[str, ...]:
 #: (``labkit.hints``): its checks and, where it has one, its open challenge
 #: (``labkit.<lab>.challenge``, :mod:`labkit.check.challenge`).
 CHECK_MODULES = ("checks", "challenge")
+
+
+def check_modules() -> tuple[str, ...]:
+    """The modules that register exercises, found (their lab packages imported, not they):
+    ``labkit.<lab>.checks`` for every lab, and ``labkit.<lab>.challenge`` where the lab has one."""
+    from importlib.util import find_spec
+    out = []
+    for lab in LABS:
+        for part in CHECK_MODULES:
+            mod = f"{lab.module}.{part}"
+            try:
+                if find_spec(mod) is not None:
+                    out.append(mod)
+            except ModuleNotFoundError:     # the lab's package itself is missing
+                continue
+    return tuple(out)
 
 
 def load_checks() -> None:

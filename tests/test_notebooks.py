@@ -328,9 +328,9 @@ def test_reveals_hooks_give_text_for_their_exercises():
     ones may give none on a core without a model). A lab's challenge module (``.challenge``)
     needs none: its answer is code, and its student copy shows the starting point."""
     import importlib
-    from labkit.check import framework
+    from labkit import registry
     osaca = {"loop_bound", "popcount_bound"}
-    for mod in framework.check_modules():
+    for mod in registry.check_modules():
         hook = getattr(importlib.import_module(mod), "REVEALS", None)
         if mod.endswith(".challenge") and hook is None:
             continue

@@ -403,24 +403,6 @@ def exercise(name: str, points: float = 1, *, answers: tuple[str, ...] = (),
     return deco
 
 
-def check_modules() -> tuple[str, ...]:
-    """The modules that register exercises: ``labkit.<lab>.checks`` for every registry lab, and
-    ``labkit.<lab>.challenge`` where the lab has one."""
-    from importlib.util import find_spec
-
-    from labkit import registry
-    out = []
-    for lab in registry.LABS:
-        for part in registry.CHECK_MODULES:
-            mod = f"{lab.module}.{part}"
-            try:
-                if part == "checks" or find_spec(mod) is not None:
-                    out.append(mod)
-            except ModuleNotFoundError:     # the lab's package itself is missing
-                continue
-    return tuple(out)
-
-
 def _load_all() -> None:
     from labkit import registry
     registry.load_checks()
@@ -444,5 +426,3 @@ def get(name: str) -> Exercise:
 def run(name: str, student, *, strict: bool = False) -> CheckResult:
     """Run exercise ``name`` on ``student`` (same as ``check.<name>(student)``)."""
     return get(name)(student, strict=strict)
-
-
