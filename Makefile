@@ -41,27 +41,33 @@ warm: install
 # adds after make test, so no test runs twice). Each test's time goes to
 # build/test-times/<tier>.xml; the slowest are printed at the end. pytest-xdist runs the tests in
 # WORKERS processes (2: this machine's cores; WORKERS=0 runs them in one), whole files per worker
-# (nbval's cells of a notebook share one kernel, in order), the longest files first (conftest.py)
+# (nbval's cells of a notebook share one kernel, in order), the longest files first (conftest.py).
+# numba's cache of labkit's kernels is kept between runs, across clones of the same labkit
+# (tools/numba_keep.py: restored before, saved after, keyed by labkit's files, numba and the CPU)
 WORKERS ?= 2
 TIER_test := default
 TIER_test-all := all
 TIER_test-full := full
+KEEP_NUMBA = $(BIN)/python tools/numba_keep.py
 test test-all test-full: install
 	$(BIN)/python tools/ensure_browser.py || true
 	$(BIN)/python -m labkit.grade.sandbox --ensure
+	@$(KEEP_NUMBA) restore
 	$(BIN)/python -m pytest --tier $(TIER_$@) -n $(WORKERS) --dist loadfile \
-		--junitxml=build/test-times/$(TIER_$@).xml
+		--junitxml=build/test-times/$(TIER_$@).xml; rc=$$?; $(KEEP_NUMBA) save; exit $$rc
 	@$(BIN)/python tools/test_times.py build/test-times/$(TIER_$@).xml
 
-# the x86 host matrix: ISA-sensitive tests (+ the five solutions graded) with numba targeting an
-# AVX2 laptop, an AVX-512 core preferring 256-bit, Zen 4 and the host (tools/hosts/matrix.py)
+# the x86 host matrix: ISA-sensitive tests with numba targeting an AVX2 laptop, an AVX-512 core
+# preferring 256-bit, Zen 4 and the host (tools/hosts/matrix.py)
 test-hosts: install
 	$(BIN)/python -m labkit.grade.sandbox --ensure
-	$(BIN)/python tools/hosts/matrix.py
+	@$(KEEP_NUMBA) restore
+	$(BIN)/python tools/hosts/matrix.py; rc=$$?; $(KEEP_NUMBA) save; exit $$rc
 
 # the solutions executed (nbval, checks strict) while another process keeps one core busy
 test-load: install
-	$(BIN)/python tools/load_test.py
+	@$(KEEP_NUMBA) restore
+	$(BIN)/python tools/load_test.py; rc=$$?; $(KEEP_NUMBA) save; exit $$rc
 
 # ISA-sensitive tests on an emulated AArch64 (qemu user mode; root; cached in .cache/arm64)
 test-arm64: install
