@@ -1,13 +1,13 @@
-"""labkit's own answer clears every speed gate on the host the tests run on (issue 41): each
-check that judges a speed (its body calls ``speed_gate`` or reads ``speed_enforced``) runs on its
-reference solution — the exercise cell of ``solutions/NN_name.md``, as
-``python -m labkit.check.falsefail`` loads it — through ``check.run_source`` with speed enforced,
-as when grading. It must pass on its own measurement: never ``slower`` / ``no change`` / ``not
-fast enough``, never a pass only beside labkit's answer (the answer itself missing the target),
-never ``inconclusive`` because labkit's answer is no faster than the baseline. ``inconclusive``
-is accepted only for a machine too busy or too noisy to decide (or with one thread), after a
-second try. A reference answer below its own gate is a labkit bug (popcount on Zen 4 was 0.94×
-the byte table it had to beat by 1.2×).
+"""labkit's own answer clears every speed gate on the host the tests run on (no escape hatch passes
+a busy machine, so the answer must earn its pass): each check that judges a speed (its body calls
+``speed_gate`` or reads ``speed_enforced``) runs on its reference solution — the exercise cell of
+``solutions/NN_name.md``, as ``python -m labkit.check.falsefail`` loads it — through
+``check.run_source`` with speed enforced, as when grading. It must pass on its own measurement:
+never ``slower`` / ``no change`` / ``not fast enough``, never a pass only beside labkit's answer
+(the answer itself missing the target), never ``inconclusive`` because labkit's answer is no faster
+than the baseline. ``inconclusive`` is accepted only for a machine too busy or too noisy to decide
+(or with one thread), after a second try. A reference answer below its own gate is a labkit bug
+(popcount on Zen 4 was 0.94× the byte table it had to beat by 1.2×).
 
 Full tier: the default tier proves each check's logic on fake students with speed reported
 (``tests/labs/*``) and the gate's arithmetic on a virtual clock

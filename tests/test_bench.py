@@ -520,7 +520,7 @@ def test_cli_says_whether_the_host_speed_held(monkeypatch, capsys, tmp_path):
     assert "while lesson00 ran:" in note and "alignment" not in note
 
 
-# ----------------------------------------------------------- predicted beside measured (issue 34)
+# ----------------------------------------------------------- predicted beside measured (OSACA)
 
 @njit(cache=True)
 def _chain_dot(x, y):                 # one accumulator: latency-bound on every core

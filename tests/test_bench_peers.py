@@ -1,4 +1,4 @@
-"""`labkit bench` against the best each peer can do on the host (issue 38): the host-default BLAS
+"""`labkit bench` against the best each peer can do on the host: the host-default BLAS
 measured in a child process without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, parasail's fastest NW
 function and Opal's fastest global mode picked on labkit's scores, and thread ratios that read
 "not measurable now" while other work runs. Properties only: no timing is asserted."""

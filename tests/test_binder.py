@@ -1,4 +1,4 @@
-"""binder/'s repo2docker recipe, run as far as it can be without Docker (issue 35).
+"""binder/'s repo2docker recipe for the course, run as far as it can be without Docker.
 
 repo2docker installs binder/environment.yml, then runs binder/postBuild in the repository's
 folder with the image's Python first on PATH. Here:

@@ -1,4 +1,4 @@
-"""Open challenges (issue 42): graded on a log scale between a lab's slow starting point (0
+"""Open challenges: graded on a log scale between a lab's slow starting point (0
 points) and labkit's kernel (full points), correctness first on hidden inputs the student cannot
 touch. The scale's logic runs on a virtual CPU clock (as tests/test_check_speed_beside.py):
 fake kernels advance it by fixed amounts, so every position, interval and tier is exact on any
@@ -259,7 +259,7 @@ def _lab(lab):
 
 
 def test_every_lab_registers_its_challenge_through_the_registry():
-    from labkit.check.framework import check_modules
+    from labkit.registry import check_modules
     mods = check_modules()
     for lab in LABS:
         mod = _lab(lab)

@@ -196,8 +196,9 @@ def _sum_half_speed(x):
 
 
 def test_speed_messages_pair_each_direction_word_with_a_ratio_that_fits_it(monkeypatch):
-    """Issue 41: "1.0× slower" is gone — a ratio reading 1.0× is the same speed (its number
-    shown), "slower" comes with the ratio below 1 and an interval below 1×."""
+    """Direction words that fit their numbers: "1.0× slower" is gone — a ratio reading 1.0× is the
+    same speed (its number shown), "slower" comes with the ratio below 1 and an interval below
+    1×."""
     from labkit.check import speed
     monkeypatch.setattr(speed, "_clock", lambda: _TICKS[0])
     monkeypatch.setenv("LABKIT_SPEED", "enforce")
@@ -250,8 +251,8 @@ def test_vectorized_gate_and_lesson00_checks():
     assert r.details["vector_bits"] >= check.native_bits()
     r = check.colsum(_naive_colsum)
     assert r.verdict == "not vectorised", str(r)
-    # labkit's own kernels are not a submission — the answers (issue 16) and, since issue 33,
-    # every other labkit kernel too (colsum_naive, dot_plain: the baselines)
+    # labkit's own kernels are not a submission — the answers named by the exercise and every
+    # other labkit kernel too (colsum_naive, dot_plain: the baselines)
     assert check.colsum(l0.colsum_rows).verdict == "uses labkit's answer"
     assert check.dot_partials(l0.dot_partials).verdict == "uses labkit's answer"
     assert check.colsum(l0.colsum_naive).verdict == "uses labkit's answer"

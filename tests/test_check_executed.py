@@ -1,7 +1,7 @@
-"""Issue 33, class 2: technique gates judge the code the check's inputs execute. Fake students
-hide the gated technique (a vector loop, an FMA block, a branch-free helper) behind a branch
-the inputs never take, while the loop that runs lacks it; honest students with a branch their
-inputs never take (a remainder, an empty-input guard) keep full marks. Every student is a
+"""Technique gates judge the code the check's inputs execute, not code that never runs. Fake
+students hide the gated technique (a vector loop, an FMA block, a branch-free helper) behind a
+branch the inputs never take, while the loop that runs lacks it; honest students with a branch
+their inputs never take (a remainder, an empty-input guard) keep full marks. Every student is a
 top-level definition: the trusted worker loads this file's definitions as it loads a cell's."""
 import numpy as np
 from numba import njit
@@ -485,7 +485,7 @@ def test_masked_mi_mask_in_a_helper_not_inlined_keeps_full_marks():
     assert r.passed and r.points == r.max_points, str(r)
 
 
-# ================================================================== issue 33, class 4
+# ================================================================== delegation beyond answers=
 # Delegation beyond answers=: any labkit function the exercise does not name as allowed —
 # the check's own comparator, its measurement helpers, another kernel — wherever imported.
 from labkit.lesson00 import colsum_reference as _their_reference        # a "plain cell" import
@@ -577,7 +577,7 @@ def test_prefix_reuse_message_quotes_the_students_own_count():
     assert "prefix reuse: 1080" in r.message, str(r)
 
 
-# ================================================================== issue 41: mishap messages
+# ================================================================== mishap messages
 _IMPORTS = "import numpy as np\nfrom numba import njit\n"
 _LOOP = ("@njit\ndef my_colsum(a):\n    out = np.zeros(a.shape[1])\n    for i in range(a.shape[0]):\n"
          "        for j in range(a.shape[1]):\n            out[j] += a[i, j]\n    return out\n")
@@ -615,7 +615,7 @@ def test_the_probe_runs_no_student_code_in_the_worker(tmp_path):
     assert r.passed, str(r)
 
 
-# ================================================================== issue 41: flat_tiles on a busy machine
+# ================================================ flat_tiles: no pass on a busy machine without proof
 _BS_IMPORTS = ("import numpy as np\nimport numba\nfrom numba import njit, prange\n"
                "from labkit import bspline as bs\n")
 _FLAT = '''

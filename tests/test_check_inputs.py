@@ -1,4 +1,4 @@
-"""Inputs the student cannot touch (issue 33, classes 1 and 3): the student's function gets
+"""Inputs the student cannot touch, when checked and when timed: the student's function gets
 copies of the check's arrays, every reference comes from the check's pristine ones, a changed
 input is its own ``wrong`` verdict; speed is timed on inputs verified between samples, every
 timed call's result is checked, and a fallback comparator that is not faster than the
@@ -51,7 +51,7 @@ def test_changed_input_names_the_argument_and_ignores_outputs():
     assert not inputs.same_bytes(nan, neg.view(np.float64))     # byte for byte, NaN payloads too
 
 
-# ------------------------------------------------------------------ class 1: lab checks
+# ------------------------------------------------- references from pristine inputs: lab checks
 @njit
 def colsum_honest(a):
     n, m = a.shape
@@ -123,7 +123,7 @@ def test_honest_students_keep_their_marks():
     assert r.passed, r
 
 
-# ------------------------------------------------------------------ class 3: speed gates
+# ---------------------------------------------------- timed on verified inputs: speed gates
 @njit
 def _passes(x, k):                         # k passes' work, one pass's sum (every kernel here
     s = 0.0                                # computes what the baseline computes: the gate

@@ -38,7 +38,7 @@ def test_reference_solution_passes(sol, bits, monkeypatch):
         assert r.details["native_bits"] == 128
 
 
-#: Exercises of issue 16's conversion: each names labkit's kernels that would answer it.
+#: Exercises converted to technique gates: each names labkit's kernels that would answer it.
 _CONVERTED = {"colsum", "dot_partials", "transpose", "transposed_inner", "soa_inner_loop",
               "job_coords", "tile_loop", "masked_mi", "fused_count"}
 

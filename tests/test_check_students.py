@@ -109,8 +109,9 @@ def test_dot_partials_shortcuts(student, needle):
     assert r.verdict == "technique missing" and needle in r.message, str(r)
 
 
-# tile_loop's shortcuts (Z @ Z.T, np.dot, tiles out of order) are tested with its new
-# signature in tests/labs/test_pcc_exercises.py (lab 03 rewrote the exercise, issue 21).
+# tile_loop's shortcuts (Z @ Z.T, np.dot, tiles out of order) are tested with its new signature in
+# tests/labs/test_pcc_exercises.py (lab 03 rewrote the exercise to teach the bijection and the
+# register block).
 
 
 @njit

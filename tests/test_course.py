@@ -1,5 +1,5 @@
 """``labkit grade --course``: a roster, assignments with due dates and late policies, the LMS
-gradebook, Gradescope's results.json and autograder bundle, the Binder recipe (issue 35).
+gradebook, Gradescope's results.json and autograder bundle, the Binder recipe.
 
 No notebook runs here: ``grade()`` is replaced by the rows it would return for a class of eight
 rostered students (one absent, one late by a day, one with an unknown extra folder, …), so the

@@ -1,4 +1,4 @@
-"""``labkit grade DIR --scheduler ADDRESS`` / ``--cluster local:N`` (issue 36): a real Dask
+"""``labkit grade DIR --scheduler ADDRESS`` / ``--cluster local:N``: a real Dask
 scheduler and two worker processes on 127.0.0.1 grade 12 submissions of the fixture class; one
 worker is killed mid-submission; every submission is graded exactly once with the points of the
 serial run. The default tier checks the pieces that need no cluster."""

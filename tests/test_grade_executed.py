@@ -1,7 +1,8 @@
-"""Issue 33, classes 2 and 4, as the grader sees them: lesson 00 submissions graded sandboxed —
-one whose colsum hides its vector loop behind a branch the hidden inputs never take, one whose
-colsum calls the check's own comparator (imported in a plain cell), and an honest one. The
-cheats get 0 for colsum and keep the rest; the honest student keeps full marks."""
+"""Gates on the code that runs, and delegation beyond ``answers=``, as the grader sees them:
+lesson 00 submissions graded sandboxed — one whose colsum hides its vector loop behind a branch
+the hidden inputs never take, one whose colsum calls the check's own comparator (imported in a
+plain cell), and an honest one. The cheats get 0 for colsum and keep the rest; the honest
+student keeps full marks."""
 from __future__ import annotations
 
 import csv

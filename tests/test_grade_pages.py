@@ -60,7 +60,8 @@ def _results() -> list[dict]:
                    "1.9× faster than dot_plain" if b else "1.2× faster, need ≥ 1.5×",
                    1.9 if b else 1.2, hint="" if b else "stuck? hints.next('dot_partials') "
                                                         "shows hint 2 of 3 (approach)")]})
-    # issue 41: a check still inconclusive after the batch's re-measurement needs review
+    # speed that cannot be judged is not a pass: a check still inconclusive after the batch's
+    # re-measurement needs review
     out[3]["exercises"][1].update(verdict="inconclusive", points=0, remeasured=True, review=True,
                                   message="1.4× faster, interval straddles the 1.5× threshold")
     return out

@@ -177,10 +177,10 @@ def test_a_grader_error_in_the_second_run_touches_only_the_checks_run_again():
 
 
 def test_still_undecided_rows_are_flagged_for_review_in_every_output(course, monkeypatch, tmp_path):
-    """Issue 41: a check still ``inconclusive`` after its re-measurement carries ``review``
-    (JSON True, CSV ``yes``, the wide CSV names it, report.html's "Needs review" section, the
-    student's page says an instructor will look); a passed row does not — nor one that passed
-    on re-measurement."""
+    """Speed that cannot be judged is not a pass: a check still ``inconclusive`` after its
+    re-measurement carries ``review`` (JSON True, CSV ``yes``, the wide CSV names it, report.html's
+    "Needs review" section, the student's page says an instructor will look); a passed row does not
+    — nor one that passed on re-measurement."""
     import csv
 
     from labkit.grade import pages, report

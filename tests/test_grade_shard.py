@@ -1,4 +1,4 @@
-"""``labkit grade --shard i/N --seed S`` and ``labkit grade merge`` (issue 36): three shards of a
+"""``labkit grade --shard i/N --seed S`` and ``labkit grade merge``: three shards of a
 small class of the fixture course merge to the serial run byte for byte; merging is idempotent;
 shards graded with another seed or settings, overlapping or missing shards are refused."""
 from __future__ import annotations

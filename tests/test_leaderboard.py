@@ -1,4 +1,4 @@
-"""The challenges' class leaderboard (issue 42), on fake grading results (no real grading): the
+"""The challenges' class leaderboard, on fake grading results (no real grading): the
 ranking by the ratio to labkit's kernel each check measured, ties sharing a place, anonymous
 labels unless the course file opts names in, unranked rows listed apart with why, and each
 student's feedback page with their place and the check's feedback facts."""

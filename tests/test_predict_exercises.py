@@ -1,7 +1,7 @@
-"""Issue 34's graded prediction exercises with fake students: lesson 00's ``loop_bound`` (which
-resource bounds a loop, how many cycles per element, read off OSACA's report) and lab 04's
-``popcount_bound`` (which popcount the reports say is faster, by how much, or None when a lower
-bound cannot tell).
+"""The graded prediction exercises (predicted bound beside measured cycles) with fake students:
+lesson 00's ``loop_bound`` (which resource bounds a loop, how many cycles per element, read off
+OSACA's report) and lab 04's ``popcount_bound`` (which popcount the reports say is faster, by how
+much, or None when a lower bound cannot tell).
 
 The check bodies run in-process on synthetic reports (the builders and the measurements are
 monkeypatched), so every verdict here is the same on any host; delegation goes through the

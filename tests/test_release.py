@@ -188,7 +188,7 @@ def test_student_copies_identical_outside_exercise_cells():
 
 
 def test_a_cell_that_reveals_an_answer_must_come_after_its_check_and_show_the_locked_line():
-    """Issue 41: no answer before it is earned. A cell guarded by check.earned("a") before a's
+    """No answer before it is earned. A cell guarded by check.earned("a") before a's
     check cell would never unlock on Run All; one without check.locked shows nothing useful."""
     reveal = nbformat.v4.new_code_cell(
         'if check.earned("a"):\n    print(answer)\nelse:\n    print(check.locked("a", "the answer"))\n')
@@ -215,7 +215,7 @@ def _start_cell(source=CHALLENGE_CELL, gid="ex-align_challenge", spec=START):
 
 
 def test_a_challenge_cell_releases_with_its_starting_point_not_a_stub():
-    """Issue 42: the student copy of a challenge starts from working code — the very source
+    """The student copy of an open challenge starts from working code — the very source
     the check times as 0 points (labkit.<lab>.challenge.start_source()), in place of the
     solution region; lines outside the region stay."""
     from labkit.alignment.challenge import start_source

@@ -1,4 +1,4 @@
-"""labkit.inspect.predict (issue 34): OSACA's bound for the hot loop of five small kernels whose
+"""labkit.inspect.predict: OSACA's bound for the hot loop of five small kernels whose
 limiting resource is known — stated as properties (which resource class bounds each loop, on
 each core's own port names; which of two loops takes more cycles per element), never as one
 LLVM schedule — predicted for four cores without running them, and measured on this host."""
@@ -233,7 +233,7 @@ def _host_predictions():
     return {name: _predict(name, None) for name in KERNELS}
 
 
-@pytest.mark.full   # timed (issue 34 asks for it); the default tier measures dot_plain's chain above
+@pytest.mark.full   # timed; the default tier measures dot_plain's chain above
 def test_each_loop_measured_within_a_stated_factor_of_its_bound():
     """On this host, each of the five loops whose bound the model backs runs within FACTOR of
     its predicted cycles per element (a loop with an instruction the model lacks, or whose step

@@ -261,7 +261,7 @@ def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float =
                          repeat=repeat, min_time=min_cpu, label=label, baseline=baseline)
 
 
-#: The lab's performance targets (its issue), checked by `labkit bench alignment`.
+#: The lab's performance targets, checked by `labkit bench alignment`.
 TARGETS = [
     Target("align_transposed vs align_scalar, 16 × 200", 8, ratio_of("steps", "transposed", "scalar")),
     Target("align vs parasail's fastest NW function (named in the table), 4096 × 200, 1 thread, "

@@ -221,7 +221,7 @@ def _batch_kernel(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
     F2 = np.empty(W, np.int16)
     F3 = np.empty(W, np.int16)
     is_end = np.zeros(L2 + 1, np.bool_)     # built here: from a call (_ends) this kernel ran
-    for k in range(W):                      # 40× slower on the seed batch (measured)
+    for k in range(W):                      # far slower (measured: docs/alignment.md, 'is_end')
         is_end[lens2[k]] = True
     for i in range(L1 + 1):
         v = _boundary(i, go, ge)

@@ -1,10 +1,10 @@
-"""Is the host idle enough to measure a thread ratio? Two threads against one only shows what
-the code does when both threads have a core; on a machine where other work runs, the ratio
-measures that work (issue 38: 0.53× and 0.87× while another job ran). :func:`idleness` reads the
+"""Is the host idle enough to measure a thread ratio? Two threads against one only shows what the
+code does when both threads have a core; on a machine where other work runs, the ratio measures
+that work (measured: docs/bench-hosts.md, 'Thread ratios under load'). :func:`idleness` reads the
 host before and after the thread rows; :func:`other_work` says how much of the cores other
-processes used in between (the machine's busy CPU time from ``/proc/stat`` less this process's
-own CPU time); :func:`judge_threads` marks a thread table ``not measurable now (load …)`` when
-other work ran, and :func:`~labkit.bench.targets.ratio_of` then reports its targets as not judged.
+processes used in between (the machine's busy CPU time from ``/proc/stat`` less this process's own
+CPU time); :func:`judge_threads` marks a thread table ``not measurable now (load …)`` when other
+work ran, and :func:`~labkit.bench.targets.ratio_of` then reports its targets as not judged.
 
 ``labkit bench`` also reads one core's FMA rate before and after each lab (``cli.host_note``):
 that catches a throttled host; this module catches a shared one."""

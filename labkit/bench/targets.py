@@ -1,4 +1,4 @@
-"""A lab's performance targets (its issue's numbers), checked against what its
+"""A lab's performance targets (the speeds it promises), checked against what its
 ``run_benchmark()`` returned."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class NotJudged(str):
 
 @dataclass(frozen=True)
 class Target:
-    """One performance target of a lab (its issue's number), checked against the dict that the
+    """One performance target of a lab (a speed it promises), checked against the dict that the
     lab's ``run_benchmark()`` returns: ``measure(results)`` → the measured value, or None when
     that run did not measure it (a missing peer). ``at_most``: the value must stay below
     ``need`` (memory, time) instead of reaching it. ``size``: the ``labkit bench --size`` the

@@ -1,6 +1,6 @@
 """Lab 02 benchmark: prepared workloads (:class:`Workload`, scipy's ``NdBSpline`` as the peer),
 ``run_benchmark`` (table name → ``labkit.bench.BenchResult``, throughput in VGH/s), ``TARGETS``
-(the issue's claims, checked by ``labkit bench bspline``) and the timing helpers the notebook and
+(the lab's targets, checked by ``labkit bench bspline``) and the timing helpers the notebook and
 the checks use (``time_interleaved``, ``tile_sweep``, ``layout_throughputs``, ``paired_rounds``,
 ``thread_scaling``, ``ndbspline_chunk_sweep``).
 """
@@ -222,9 +222,9 @@ def _roof_share(results):
     return None if share is None or share > ROOF_PLAUSIBLE else share
 
 
-#: The lab's performance targets (its issue), checked by `labkit bench bspline`. "best VGH vs
-#: NdBSpline" is against NdBSpline's whole-batch call, as the issue measured it (the table
-#: also shows its faster chunked use; see docs/bspline.md).
+#: The lab's performance targets, checked by `labkit bench bspline`. "best VGH vs NdBSpline" is
+#: against NdBSpline's whole-batch call, as the target was first measured (the table also shows
+#: its faster chunked use; see docs/bspline.md).
 TARGETS = [
     Target("SoA vs AoS, 8³ grid, N = 512, 1 thread", 2.5,
            ratio_of("layouts, cache-resident grid", "soa", "aos")),

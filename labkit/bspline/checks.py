@@ -61,8 +61,8 @@ def check_soa_inner_loop(student):
     fma_gate(student, sig)
     # N = 496 splines, not 512: rows of 512 float64 are 4 KiB apart, so a column's 4
     # coefficient rows and the 10 output streams share L1 sets and alias by 4 KiB, and the SoA
-    # loop ran 9–20 µs by where the allocator put the outputs (2.0–3.9× the AoS kernel on Zen 4,
-    # 1.5× with 16-byte-aligned copies); at 496 it ran 3.3–3.9× over 16 layouts
+    # loop's speed then hung on where the allocator put the outputs; at 496 it is steady over
+    # layouts (measured: docs/bspline.md, 'SoA gate size')
     x = make_inputs({"grid": (8, 8, 8), "n": SOA_GATE_N, "positions": 1}, seed=1)
     idx, pref = prefactors(x.positions, x.grid)
     aos = new_output(x.n, "aos")

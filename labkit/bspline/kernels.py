@@ -224,8 +224,8 @@ def vgh_aosoa(tcoefs, idx, pref, out):
 
 
 # Drivers inlining _tile_vgh carry its fastmath (numba inlines the body with the driver's flags:
-# without it the hot loop was vmulpd + vaddpd, no FMA; 8³, N = 512: 39 → 43 M VGH/s). At
-# LLVM's preferred width, not labkit.jit's: 512-bit ran 8 % slower on the seed grid.
+# without it the hot loop was vmulpd + vaddpd, no FMA). At LLVM's preferred width, not
+# labkit.jit's: 512-bit was slower on the seed grid (measured: docs/bspline.md, 'Session 8').
 @njit(cache=True, parallel=True, fastmath=True)
 def _batch_tiles(tcoefs, idx, pref, out):
     # positions × tiles flattened into one parallel loop: task t → (position t // M, tile t % M)
@@ -465,7 +465,8 @@ def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf, stream
         if nb == Nb:
             # a whole tile: its own inlined copy, whose loops run to the array's shape — with
             # the trip count from min() above, the vectorised last-plane loop of stream=2 ran
-            # 0.6× the kernel's speed on the 8³ grid (LLVM's loop versioning; docs/bspline.md)
+            # well below the kernel's speed (LLVM's loop versioning; measured: docs/bspline.md,
+            # 'Session 7')
             _range_canonical(tcoefs, m, 0, tcoefs.shape[4], idx, pref, p, buf, q, lo, value,
                              grad, hess, stream, gbuf)
         else:

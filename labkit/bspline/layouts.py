@@ -65,7 +65,7 @@ def _carve(block, offset, shape, dtype):
 #: Page-offset distance kept between the scratch block and the coefficients: the scratch's 10
 #: streams sit 64 B apart in page offset (stream_stride), and a scratch stream at the page offset
 #: of the coefficient rows read in the same iteration makes their loads wait on its stores (4 KiB
-#: aliasing) — 0.82× instead of 0.89× the kernel when the scratch followed the 13.6 MB outputs.
+#: aliasing), as it did right after the 13.6 MB outputs (measured: docs/bspline.md, 'Session 6').
 _SCRATCH_SKEW = 2048
 
 

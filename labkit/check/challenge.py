@@ -63,11 +63,11 @@ __all__ = ["Challenge", "judge", "TIERS", "FULL_AT", "MIN_SCALE", "tier_of", "po
 
 #: Position from which the full points are earned. Not 1: labkit's kernels use what a plain
 #: ``@njit`` cannot (``labkit.jit``'s ``noalias`` and full-width vectors, LLVM intrinsics —
-#: lab 01's own tile kernel compiled as plain numba runs at 0.6× its speed —, numpy's C glue
+#: lab 01's own tile kernel compiled as plain numba runs well below its speed —, numpy's C glue
 #: around the kernel, lab 04's χ² bound), so an honest re-implementation of the lab's
 #: technique in the student's own numba code lands at 0.75–1.05 on a busy machine (each
-#: lab's reference solution is tested to earn the full points; docs/challenges.md lists
-#: where each one lands).
+#: lab's reference solution is tested to earn the full points; docs/challenges.md has these
+#: figures and lists where each one lands).
 FULL_AT = 0.7
 #: (position, share of the points), lowest first.
 TIERS = ((0.2, 0.25), (0.4, 0.5), (0.55, 0.75), (FULL_AT, 1.0))

@@ -44,8 +44,8 @@ def own_copy(x: Any) -> Any:
 #: a copy starts at the same address modulo this many bytes (a page) as the array it copies: a
 #: vector loop then meets the same split loads and the same cache-set aliasing on the copy as on the
 #: check's array — timed on a copy, a student is not slower or faster than labkit's kernel on
-#: the original by where the allocator happened to put the copy (lab 02's SoA loop: 1.3–3.7×
-#: the AoS kernel by the copies' offsets alone)
+#: the original by where the allocator happened to put the copy (measured on lab 02's SoA loop:
+#: docs/bspline.md, 'SoA gate size')
 _LINE = 4096
 
 

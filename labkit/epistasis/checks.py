@@ -21,12 +21,10 @@ from labkit.epistasis.kernels import (combine_popcount, mi_masked, popcount_lut_
                                       popcount_nibble)
 
 #: the nibble table in a register must beat the same table in memory (``popcount_nibble``, two
-#: loads per byte) by this much. Measured (labkit's answer, CPU time, issue 41, one AMD Zen 4
-#: core): 3.4× with 512-bit code, 2.1× compiled as haswell (AVX2) and as skylake-avx512
-#: (256-bit) — where the array table looked up a word at a time (gathers) ran 0.6–0.9× and the
-#: register table unvectorised 0.5–0.65×. Not the byte table: against it the same answer ran
-#: 0.94× on Zen 4, 1.05–1.19× as haswell, 1.4–1.5× on Zen 5 — the byte table's speed is the
-#: load ports', no property of the technique, so no target over it holds on every host.
+#: loads per byte) by this much: labkit's answer clears it at 512- and 256-bit widths, while the
+#: array table looked up a word at a time (gathers) or the register table unvectorised does not.
+#: Not the byte table: its speed is the load ports', no property of the technique, so no target
+#: over it holds on every host (measured: docs/epistasis.md, 'Popcount gate').
 POPCOUNT_NEED = 1.5
 #: a vector shift of a constant (or loop-invariant) table by a per-lane amount: the 16-entry
 #: table read in a register (``vpsrlvq``), the technique numba can vectorise without a shuffle

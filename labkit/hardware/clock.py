@@ -6,8 +6,8 @@ chain cannot be vectorised, reassociated or computed in closed form). The loop c
 parallel with the chain, so the time per iteration is two cycles: clock = 2·n / seconds.
 
 Seconds are the thread's CPU time (``time.thread_time``), not wall time: on a machine shared with
-other jobs the wall clock also counts the moments another process held the core (measured here
-with the other core busy: 0.65–0.81 "GHz" by wall time, 2.94–2.97 GHz by CPU time). The best of
+other jobs the wall clock also counts the moments another process held the core (measured:
+docs/bench-hosts.md, 'Roofs in CPU time'). The best of
 several repeats is reported, so this is the frequency the core ran at while busy — turbo
 included, which is what a kernel's latency reasoning needs.
 """

@@ -70,9 +70,9 @@ def _best_seconds(fn, args, repeat: int, min_time: float) -> float:
     each (labkit.timing.timeit: first call apart, loops autoscaled, garbage collector paused), as
     STREAM reports — a shared machine only ever slows a run down. Timed in this thread's CPU time
     (the kernels are single-threaded): wall time also counts the moments another job held the
-    core, and on this shared 2-core machine read the triad at 1.4–4.8 GB/s while a kernel beside
-    it moved 11 GB/s. A thread stalled on memory still runs, so bandwidth-bound loops are timed
-    correctly."""
+    core, and on a shared machine reads the triad far below what a kernel beside it moves
+    (measured: docs/bench-hosts.md, 'Roofs in CPU time'). A thread stalled on memory still
+    runs, so bandwidth-bound loops are timed correctly."""
     from labkit.timing import timeit  # lazily: import labkit.hardware stays light
 
     t = timeit(fn, *args, repeat=repeat, min_time=min_time, clock="thread")

@@ -48,7 +48,7 @@ __all__ = [
 
 #: Tile side (variables per tile): a multiple of the engine's 6×4 register block whose k-block
 #: (engine.KB samples) of two tiles' rows, 2 · 192 · 512 · 8 B = 1.5 MiB, fits a 2 MiB L2
-#: (96 ran 6 % slower at n = 4000 here; docs/pcc.md).
+#: (96 was slower: measured in docs/pcc.md, 'Run 6', the tile row of its table).
 DEFAULT_TILE = 192
 #: How tile ids are handed to threads.
 SCHEDULES = ("static", "cyclic", "dynamic", "rows")

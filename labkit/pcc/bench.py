@@ -209,8 +209,8 @@ def _pa(schedule):
     return f
 
 
-#: OpenBLAS's worker threads spin for about 0.1 s of CPU after each call (measured here: 96–100 ms
-#: of CPU burnt during a 0.5 s sleep right after Z @ Z.T on 2 threads); on 2 cores that spin takes
+#: OpenBLAS's worker threads spin for about 0.1 s of CPU after each call (measured: docs/pcc.md,
+#: 'Static vs dynamic ids'); on 2 cores that spin takes
 #: a core from whatever runs next. A pause row after each BLAS row lets them go idle, so the row
 #: after the peer in the interleaved rounds is not charged for it; the pause rows are dropped.
 #: On a loaded machine those 0.1 s of CPU take longer than 0.1 s of wall time, so the pause lasts
@@ -339,7 +339,7 @@ def _vs_blas(results):
     return ratio_of("vs numpy BLAS", ENTRY)(results)
 
 
-#: The lab's performance targets (its issue), checked by `labkit bench pcc` (and `--size large`).
+#: The lab's performance targets, checked by `labkit bench pcc` (and `--size large`).
 TARGETS = [
     Target(f"pearson_allpairs (its default, {DEFAULT_SCHEDULE} ids) vs standardise + numpy BLAS "
            "Z @ Z.T, n = 4000, l = 2000, BLAS on labkit's threads (median of interleaved repeats; "

@@ -74,8 +74,8 @@ def panel_rows(n, l):
 def standardize_panels(X, Zp, const):
     """Eq. 4 straight into panels: Zp[p, k, r] = Z[8p + r, k], the bits of ``standardize_into``
     (the same ``_row_moments``, the same products); rows past n → zeros. Each panel is written
-    line by line (sample k of its 8 rows), not row by row (8 strided passes: 43 vs 40 ms CPU at
-    n = 4000, l = 2000)."""
+    line by line (sample k of its 8 rows), not row by row (8 strided passes, slower: measured in
+    docs/pcc.md, 'Panels written line by line')."""
     n, l = X.shape
     for p in prange(Zp.shape[0]):
         mean = np.zeros(LANE)

@@ -424,8 +424,8 @@ def test_code_arrays_checked_in_the_kernel_and_tiles_claimed_dynamically(threads
 
 
 # ------------------------------------------------------------------ the lab's computed sweep prose
-# (issue 41) every direction word in it comes from a claim on the repeats: fake repeats that
-# overlap give no direction, separated ones the word of their sign.
+# every direction word in it comes from a claim on the repeats (no conclusion from one noisy
+# sample): fake repeats that overlap give no direction, separated ones the word of their sign.
 _DIRECTION = ("fall", "faster", "slower", "higher", "lower", "drops", "rises")
 
 

@@ -1,7 +1,7 @@
 """Lab 01's exercises with fake students, through the trusted worker (check.run_source): the
 notebook's reference solutions pass (also on a simulated 128-bit host), the stubs give 'not
 implemented' with the first hint, delegation to labkit's kernels gives "uses labkit's answer",
-and the shortcuts the issue names fail (a strided view, missing padding or lengths, an
+and the shortcuts that once passed fail (a strided view, missing padding or lengths, an
 int64-lane kernel, a wrong prediction)."""
 import re
 
@@ -186,7 +186,7 @@ def test_int16_limit_bounds():
     assert int16_limit(Scoring(match=1, mismatch=-1, gap_open=-11, gap_extend=-10)) < 32767
 
 
-# ---------------------------------------------------------------- issue 33: inputs untouched
+# ---------------------------------------------------------------- inputs the student cannot touch
 RAGGED = """
 @njit
 def my_ragged(flat, offsets, lanes):

@@ -155,9 +155,10 @@ def test_flat_tiles_speed_judged_against_labkit_at_the_same_moment(monkeypatch):
 
 
 def test_flat_tiles_that_changes_its_input_while_timed_is_wrong():
-    """Issue 33: only the timing inputs (Nb = 256) are spoilt, after the output is right — the
-    thread-gain measurement gives the student its own copies and compares them after every
-    sample, so the change is seen there and the check's arrays stay the reference's."""
+    """Inputs the student cannot touch, when timed too: only the timing inputs (Nb = 256) are
+    spoilt, after the output is right — the thread-gain measurement gives the student its own
+    copies and compares them after every sample, so the change is seen there and the check's arrays
+    stay the reference's."""
     spoil = ("@njit\ndef _spoil(t):\n    if t.shape[-1] == 256:\n"
              "        t[0, 0, 0, 0, 0] = 0.5 * t[0, 0, 0, 0, 0] + 1.0\n"
              + FLAT + "    _spoil(tcoefs)\n")
@@ -167,10 +168,11 @@ def test_flat_tiles_that_changes_its_input_while_timed_is_wrong():
 
 
 def test_flat_tiles_on_one_thread_is_inconclusive_never_passed(monkeypatch):
-    """Issue 41: with one numba thread neither the per-block thread count nor the 2-thread gain
-    can show that one walker's tiles share the threads, so the flat driver is `inconclusive`
-    (0 points, the grader flags it for review), speed judged as when grading. The worker runs
-    with NUMBA_NUM_THREADS=1 (read when numba starts), then restarts with this machine's."""
+    """Speed that cannot be judged is not a pass: with one numba thread neither the per-block
+    thread count nor the 2-thread gain can show that one walker's tiles share the threads, so the
+    flat driver is `inconclusive` (0 points, the grader flags it for review), speed judged as when
+    grading. The worker runs with NUMBA_NUM_THREADS=1 (read when numba starts), then restarts with
+    this machine's."""
     monkeypatch.delenv("LABKIT_SPEED", raising=False)
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
     check.restart_worker()

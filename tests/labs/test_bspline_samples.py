@@ -1,6 +1,6 @@
-"""The per-repeat samples lab 02's computed prose claims from (issue 41): layout_throughputs
-(samples=True) and ndbspline_chunk_sweep's scipy_samples, one positive rate per repeat, whose
-medians are the figures the lab prints."""
+"""The per-repeat samples lab 02's computed prose claims from (no claim from one noisy sample):
+layout_throughputs (samples=True) and ndbspline_chunk_sweep's scipy_samples, one positive rate per
+repeat, whose medians are the figures the lab prints."""
 from labkit import bench
 from labkit import bspline as bs
 from labkit.bench import reference

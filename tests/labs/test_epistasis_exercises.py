@@ -1,7 +1,7 @@
 """Lab 04's six exercises with fake students, through the trusted worker (check.run_source):
 the notebook's reference solutions pass (popcount also on a simulated 128-bit host), the stubs
 give 'not implemented' with the first hint, delegation to labkit's kernels (direct, alias,
-getattr with a computed name) gives "uses labkit's answer", and the shortcuts issue 22 names
+getattr with a computed name) gives "uses labkit's answer", and the shortcuts that once passed
 fail: the hardware popcount (or a bit trick LLVM turns into one), a 16-entry table array that
 does not vectorise, and tables in memory that do (a byte table; nibbles looked up per word), the
 branchy MI, tables built from scratch for every combination, a
@@ -125,7 +125,7 @@ def my_popcount(words):
     return total
 '''
 
-#: issue 41: tables in memory that LLVM vectorises (the byte-table sum; a nibble array looked up a
+#: tables in memory that LLVM vectorises (the byte-table sum; a nibble array looked up a
 #: word at a time, gathers on AVX-512) beat ep.popcount_nibble on some hosts without the lesson's
 #: technique — the check reads the lookup in a register from the IR
 BYTE_TABLE = """
@@ -290,7 +290,7 @@ def test_search_time_band(body, verdict):
     assert r.verdict == verdict, str(r)
 
 
-# ---------------------------------------------------------------- issue 33: inputs untouched
+# ---------------------------------------------------------------- inputs the student cannot touch
 POPCOUNT_ZEROES = """
 @njit
 def my_popcount(words):

@@ -84,7 +84,7 @@ def test_latency_rounds_measure_this_core():
         assert cycles == pytest.approx(ns * 1e-9 * hz)
 
 
-# ---- exercise 5's loop_bound (issue 34): the notebook's solution and stub, in the worker
+# ---- exercise 5's loop_bound (OSACA's bound): the notebook's solution and stub, in the worker
 def _loop_bound_solution():
     from labkit.check.falsefail import solutions
     return next(s for s in solutions() if s.name == "loop_bound")

@@ -1,7 +1,7 @@
 """Lab 03's five exercises with fake students, through the trusted worker (check.run_source):
 the notebook's reference solutions pass (block4x4 also on a simulated 128-bit host), the stubs
 give 'not implemented' with the first hint, delegation to labkit's kernels (direct, alias,
-getattr with a computed name) gives "uses labkit's answer", and the shortcuts issue 21 names
+getattr with a computed name) gives "uses labkit's answer", and the shortcuts that once passed
 fail: ``Z @ Z.T`` / ``np.dot`` for the tiles, tiles out of id order, the lower triangle written,
 one dot product at a time for the register block, the seed's float formula and its ⌈T/R⌉ split,
 a float split."""
