@@ -266,7 +266,7 @@ def _two_copies(tmp_path: Path, late_ts: str, first=(2, 2, 1, 0), second=(2, 2, 
     """ada's folder with two copies of lab 01 (each with its own timestamp.txt): on time
     ``first`` (5/7), handed in again at ``late_ts`` with ``second`` (7/7); the rows grade()
     returns — its _dedupe, by points alone, set the on-time copy aside."""
-    from labkit.grade.run import _dedupe
+    from labkit.grade.batch import _dedupe
     sub = tmp_path / "submitted"
     _ts(sub / "ada" / "on-time", "2026-10-16 20:00:00.000000 UTC")
     _nb(sub / "ada" / "on-time" / "01_alignment.ipynb")

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from labkit import grade
-from labkit.grade import notebooks, pages, report, run, settings
+from labkit.grade import batch as grade_batch, notebooks, pages, report, run, settings
 from test_grade import LAB_MODULE, solution_notebook
 
 LIMIT = 1 << 20                                 # the batch's size cap (1 MiB)
@@ -113,8 +113,8 @@ def batch(tmp_path_factory):
         mp.setenv("PYTHONPATH", os.pathsep.join([str(root / "pkg"),
                                                  os.environ.get("PYTHONPATH", "")]))
         mp.delenv("LABKIT_SPEED", raising=False)
-        mp.setattr(run, "Snapshot", _NoSnapshot)
-        mp.setattr(run, "environment_stamp", lambda: {"cpu": "-test", "numpy": "=1+1"})
+        mp.setattr(grade_batch, "Snapshot", _NoSnapshot)
+        mp.setattr(grade_batch, "environment_stamp", lambda: {"cpu": "-test", "numpy": "=1+1"})
         mp.setenv("PYTHONDONTWRITEBYTECODE", "1")           # grade() sets both: undone after
         mp.setattr("sys.dont_write_bytecode", True)
         results = grade.grade(root / "subs", solutions=root / "solutions", sandbox=False,

@@ -9,7 +9,7 @@ import sys
 import nbformat
 import pytest
 
-from labkit.grade import run
+from labkit.grade import batch, run
 from test_grade import LAB_MODULE, solution_notebook
 
 
@@ -44,9 +44,9 @@ def _scripted(monkeypatch, verdicts):
 
 
 def _grade(course, **kw):
-    return run.grade(course / "subs", solutions=course / "solutions", jobs=1, progress=False,
-                     sandbox=False, exercise_modules=("gradefix_lab",),
-                     cache_dir=course / "cache", **kw)
+    return batch.grade(course / "subs", solutions=course / "solutions", jobs=1, progress=False,
+                       sandbox=False, exercise_modules=("gradefix_lab",),
+                       cache_dir=course / "cache", **kw)
 
 
 def _rows(results):

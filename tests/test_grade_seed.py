@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
-from labkit.grade import run
+from labkit.grade import seed
 from labkit.grade.settings import GradeSettings
 
 
@@ -19,7 +19,7 @@ def _canon(tmp_path, name, text="{}"):
 
 
 def _fresh_seed():
-    # as run._build_seed leaves it: <0700 temp folder>/numba-cache with the compiled files
+    # as seed._build_seed leaves it: <0700 temp folder>/numba-cache with the compiled files
     parent = tempfile.mkdtemp(prefix="labkit-grade-seed-")
     seed = Path(parent, "numba-cache")
     (seed / "labkit_x").mkdir(parents=True)
@@ -31,35 +31,35 @@ def test_a_seed_is_kept_and_found_again(tmp_path):
     cache = tmp_path / "cache"
     canons = [_canon(tmp_path, "02_bspline")]
     s = GradeSettings(sandbox=True)
-    home, kept = run._kept_seed(cache, canons, s, "digest", {"cpu": "x"})
+    home, kept = seed._kept_seed(cache, canons, s, "digest", {"cpu": "x"})
     assert home is not None and not kept
     built = _fresh_seed()
-    path = run._keep_seed(built, home)
+    path = seed._keep_seed(built, home)
     assert path == str(home / "numba-cache") and not os.path.exists(built)
     assert (home / "numba-cache" / "labkit_x" / "f.nbi").read_bytes() == b"index"
     assert oct(home.stat().st_mode & 0o777) == "0o700"
-    assert run._kept_seed(cache, canons, s, "digest", {"cpu": "x"}) == (home, True)
+    assert seed._kept_seed(cache, canons, s, "digest", {"cpu": "x"}) == (home, True)
 
 
 def test_what_the_code_depends_on_makes_a_new_seed_and_old_ones_go(tmp_path):
     cache = tmp_path / "cache"
     canons = [_canon(tmp_path, "02_bspline")]
     s = GradeSettings(sandbox=True)
-    home, _ = run._kept_seed(cache, canons, s, "digest", {"cpu": "x"})
-    run._keep_seed(_fresh_seed(), home)
-    others = [run._kept_seed(cache, canons, s, "digest2", {"cpu": "x"}),      # labkit changed
-              run._kept_seed(cache, canons, s, "digest", {"cpu": "y"}),       # another machine
-              run._kept_seed(cache, [_canon(tmp_path, "02_bspline", '{"a": 1}')], s,
+    home, _ = seed._kept_seed(cache, canons, s, "digest", {"cpu": "x"})
+    seed._keep_seed(_fresh_seed(), home)
+    others = [seed._kept_seed(cache, canons, s, "digest2", {"cpu": "x"}),      # labkit changed
+              seed._kept_seed(cache, canons, s, "digest", {"cpu": "y"}),       # another machine
+              seed._kept_seed(cache, [_canon(tmp_path, "02_bspline", '{"a": 1}')], s,
                              "digest", {"cpu": "x"})]                          # new solutions
     assert all(h != home and not k for h, k in others)
     new = others[0][0]
-    run._keep_seed(_fresh_seed(), new)
+    seed._keep_seed(_fresh_seed(), new)
     assert not home.exists() and (new / "numba-cache").is_dir()      # one seed kept, the last
 
 
 def test_no_kept_seed_without_the_sandbox_or_a_cache(tmp_path):
     canons = [_canon(tmp_path, "02_bspline")]
     # without the sandbox a submission could write into a kept seed the next run would load
-    assert run._kept_seed(tmp_path, canons, GradeSettings(sandbox=False), "d", {}) == (None, False)
-    assert run._kept_seed(None, canons, GradeSettings(sandbox=True), "d", {}) == (None, False)
-    assert run._kept_seed(tmp_path, [], GradeSettings(sandbox=True), "d", {}) == (None, False)
+    assert seed._kept_seed(tmp_path, canons, GradeSettings(sandbox=False), "d", {}) == (None, False)
+    assert seed._kept_seed(None, canons, GradeSettings(sandbox=True), "d", {}) == (None, False)
+    assert seed._kept_seed(tmp_path, [], GradeSettings(sandbox=True), "d", {}) == (None, False)

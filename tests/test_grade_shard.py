@@ -168,7 +168,7 @@ def test_no_sandbox_flags_every_row(tmp_path, monkeypatch):
     """--no-sandbox is loud on every row (CSV flags), not only in the stderr banner."""
     import nbformat
 
-    from labkit.grade import report, run
+    from labkit.grade import batch, report, run
     from test_grade import LAB_MODULE, solution_notebook
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "gradefix_lab.py").write_text(LAB_MODULE, encoding="utf-8")
@@ -182,8 +182,8 @@ def test_no_sandbox_flags_every_row(tmp_path, monkeypatch):
         {"verdict": "passed", "passed": True, "points": ex.points, "message": "ok",
          "details": {}}, 1))
     try:
-        results = run.grade(tmp_path / "subs", solutions=tmp_path / "solutions", sandbox=False,
-                            progress=False, exercise_modules=("gradefix_lab",))
+        results = batch.grade(tmp_path / "subs", solutions=tmp_path / "solutions",
+                              sandbox=False, progress=False, exercise_modules=("gradefix_lab",))
     finally:
         sys.modules.pop("gradefix_lab", None)
     rows = report.rows(results)

@@ -150,17 +150,17 @@ def test_grader_seeds_labkit_labs_only_and_hands_each_worker_the_seed(tmp_path):
     """Which notebooks get a seed (labkit's own labs, not an extra exercise module's), and the
     worker every submission gets: the seed copied in, never the seed folder itself."""
     import shutil
-    from labkit.grade import load_canonical, run
+    from labkit.grade import load_canonical, run, seed
     from labkit.grade.settings import GradeSettings
     from test_grade import solution_notebook
     import nbformat
 
-    assert run._is_labkit_lab(load_canonical(ROOT / "solutions" / "00_tools.ipynb"))
+    assert seed._is_labkit_lab(load_canonical(ROOT / "solutions" / "00_tools.ipynb"))
     fixture = tmp_path / "00_fix.ipynb"
     nbformat.write(solution_notebook(), fixture)
-    assert not run._is_labkit_lab(load_canonical(fixture))
-    assert run._build_seed([], GradeSettings(sandbox=True), 1, False) is None
-    empty = run._build_seed([], GradeSettings(sandbox=False), 1, False)
+    assert not seed._is_labkit_lab(load_canonical(fixture))
+    assert seed._build_seed([], GradeSettings(sandbox=True), 1, False) is None
+    empty = seed._build_seed([], GradeSettings(sandbox=False), 1, False)
     try:
         assert os.path.isdir(empty) and not os.listdir(empty)
         assert oct(os.stat(os.path.dirname(empty)).st_mode & 0o777) == "0o700"

@@ -32,7 +32,8 @@ from .build import _FLAG_PATTERNS, _LAB_MODULE, FoundCell, _code_lines, _flags_f
 from .checkcell import _resolve_modules, run_exercise
 from .integrity import Snapshot
 from .run import (SandboxUnavailable, _grade_task, _not_run, _row, _verdict_row,
-                  environment_stamp, grade, grade_notebook)
+                  environment_stamp, grade_notebook)
+from .batch import grade
 from .report import rows, summary, wide_rows, write_csv, write_json, write_wide_csv
 from .pages import write_feedback, write_pages, write_report
 from .cli import _size, main

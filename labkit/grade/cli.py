@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from .report import summary, write_csv, write_json, write_wide_csv
-from .run import SandboxUnavailable, grade
+from .batch import grade
+from .run import SandboxUnavailable
 from .shard import parse_shard
 from .settings import CELL_TIMEOUT, MAX_NOTEBOOK_BYTES, MEMORY_LIMIT, NOTEBOOK_TIMEOUT
 

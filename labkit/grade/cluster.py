@@ -77,9 +77,9 @@ def _state(settings) -> dict:
 
 
 def _seed(canon, settings) -> str | None:
-    """This worker's numba seed for ``canon``'s lab (:func:`.run._build_seed`, built on the
+    """This worker's numba seed for ``canon``'s lab (:func:`.seed._build_seed`, built on the
     first of its submissions this worker grades; none for a lab that is not labkit's)."""
-    from .run import _build_seed, _is_labkit_lab
+    from .seed import _build_seed, _is_labkit_lab
     seeds = _STATE["seeds"]
     lab = canon.name if canon is not None and _is_labkit_lab(canon) else None
     if lab is None and settings.sandbox:

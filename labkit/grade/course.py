@@ -647,7 +647,7 @@ def _context(course: Course, results: list[dict], folder: Path) -> dict:
 
 def _choose(course: Course, results: list[dict], folder: Path, lab_max: dict[str, float]
             ) -> tuple[dict, dict, dict]:
-    from .run import _dedupe, _undo_dedupe
+    from .batch import _dedupe, _undo_dedupe
     _undo_dedupe(results)           # every copy, whichever grade() set aside by raw points
     ctx = _context(course, results, folder)
     per: dict[str, list[dict]] = {}     # rostered student id → all their copies
@@ -689,7 +689,7 @@ def choose_copies(course: Course, results: list[dict], folder,
     id: {assignment: {lab: result}}}`` — the student's best score **after** the late penalty
     (:func:`_best_copies`), not before it. ``results`` are re-marked in place to agree: in each
     submission folder the counted copy of a lab is this one, the others ``duplicate``
-    (:func:`labkit.grade.run._dedupe`, which grade() ran by points alone)."""
+    (:func:`labkit.grade.batch._dedupe`, which grade() ran by points alone)."""
     lab_max = lab_max if lab_max is not None else (course.lab_max or {})
     return _choose(course, results, Path(folder), lab_max)[0]
 

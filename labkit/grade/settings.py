@@ -29,7 +29,7 @@ class GradeSettings:
     exercise_modules: tuple = ()
     sandbox: bool = True            # False: --no-sandbox
     extra_paths: tuple = ()         # folders of extra exercise modules (bound into the sandbox)
-    numba_cache: str | None = None  # the seed: a warm numba cache each worker copies (run._build_seed)
+    numba_cache: str | None = None  # the seed: a warm numba cache each worker copies (seed._build_seed)
     only: tuple = ()                # grade only these exercises (the re-measurement pass)
     seed: str | None = None         # a class seed each check's seed is derived from (--seed)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from .integrity import trusted_roots
 from .notebooks import Submission
 from .report import counted
-from .run import _seed_id
+from .batch import _seed_id
 
 __all__ = ["parse_shard", "pick", "identity", "write_shard", "merge_shards", "merge_main",
            "ShardError", "cpu_section"]
