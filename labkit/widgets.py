@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import itertools
 import math
 import threading
 import time

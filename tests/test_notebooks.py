@@ -8,7 +8,6 @@ checks: every check must pass there). Then the exercise/check structure of each 
 every student copy executed end to end — each check fails with "not implemented" and the hint,
 and no other cell shows an error.
 """
-import json
 import os
 import re
 import shutil

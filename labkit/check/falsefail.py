@@ -12,7 +12,6 @@ false fails by verdict, inconclusive, median seconds per check.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import multiprocessing as mp
 import os

@@ -19,7 +19,7 @@ import re
 import secrets
 import warnings
 import zlib
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 

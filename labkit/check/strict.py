@@ -29,7 +29,6 @@ import os
 import site
 import sys
 import sysconfig
-import types
 
 __all__ = ["load", "module_allowed", "Refused"]
 

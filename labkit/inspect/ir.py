@@ -14,8 +14,6 @@ import warnings
 import weakref
 from typing import Any
 
-from labkit.target import _Stderr as _StderrCapture  # fd 2 into a file, ``.text``
-
 # --------------------------------------------------------------------------- dispatchers
 
 

@@ -21,7 +21,9 @@ import textwrap
 import weakref
 from typing import Any
 
-from .ir import _FRESH_LOCK, _StderrCapture, _compile_fresh, _require_dispatcher, _signature_args
+from labkit.target import _Stderr as _StderrCapture   # fd 2 into a file, ``.text``
+
+from .ir import _FRESH_LOCK, _compile_fresh, _require_dispatcher, _signature_args
 
 EXPLANATIONS: list[tuple[str, str, str]] = [
     ("no reason given by LLVM",

@@ -27,7 +27,9 @@ import sys
 import weakref
 from typing import Any
 
-from .ir import (_FRESH_LOCK, _StderrCapture, _compile_fresh, _fresh, _own_symbols, _own_text,
+from labkit.target import _Stderr as _StderrCapture   # fd 2 into a file, ``.text``
+
+from .ir import (_FRESH_LOCK, _compile_fresh, _fresh, _own_symbols, _own_text,
                  _require_dispatcher, _signature_args)
 
 _RAW_IR: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
