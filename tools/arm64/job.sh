@@ -221,10 +221,26 @@ subset() { grep -vE '^[[:space:]]*(#|$)' "$HERE/tests-$1.txt"; }
 #   ARM64_TARGETS=neon ARM64_PYTEST_ARGS="-k entry_point_small" tools/arm64/job.sh
 SLOW="--deselect=tests/test_arm64.py::test_epistasis_entry_point_small"
 
+# numba's cache of the labkit under test, one per target, kept in the cached rootfs while labkit/'s
+# sources and the venv stay the same (a run of the same commit loads what the last one compiled;
+# numba stamps entries by their source's bytes and labkit keys them on its sources besides);
+# anything else changed, it starts empty and every kernel compiles, as on a fresh machine
+numba_cache() {  # numba_cache neon|sve
+    local dir="$ROOT/tmp/labkit-numba-$1" key
+    key="$( (cd "$ROOT/labkit" && find labkit -type f -name '*.py' -print0 | sort -z \
+             | xargs -0 sha256sum; cat "$ROOT$VENV/.labkit-venv") | sha256sum | cut -c1-16)"
+    if [ "$(cat "$dir/.labkit-key" 2>/dev/null)" = "$key" ]; then
+        log "[$1] numba cache kept from the last run of this labkit ($key)"
+    else
+        rm -rf "$dir"; mkdir -p "$dir"; echo "$key" >"$dir/.labkit-key"
+        log "[$1] numba cache empty: labkit or the venv changed ($key)"
+    fi
+}
+
 run_target() {  # run_target neon|sve -> pytest exit code
     local t=$1 envs=(PYTHONPATH=/labkit LABKIT_SPEED=report LABKIT_TEST_TIER=all
                      NUMBA_CACHE_DIR=/tmp/labkit-numba-$1 MPLBACKEND=Agg)
-    rm -rf "$ROOT/tmp/labkit-numba-$t"   # every run compiles from scratch, as on a fresh clone
+    numba_cache "$t"
     case $t in
         neon) envs+=(QEMU_CPU=max,sve=off) ;;
         sve)  envs+=(QEMU_CPU=max,sve-default-vector-length=32 NUMBA_CPU_NAME=neoverse-v1 NUMBA_CPU_FEATURES=+sve
