@@ -82,7 +82,8 @@ CHECK_MODULES = ("checks", "challenge")
 
 def check_modules() -> tuple[str, ...]:
     """The modules that register exercises, found (their lab packages imported, not they):
-    ``labkit.<lab>.checks`` for every lab, and ``labkit.<lab>.challenge`` where the lab has one."""
+    ``labkit.<lab>.checks`` for every lab, and ``labkit.<lab>.challenge`` where the lab has one.
+    A lab whose package is missing has none; a real missing dependency inside a lab raises."""
     from importlib.util import find_spec
     out = []
     for lab in LABS:
@@ -91,20 +92,15 @@ def check_modules() -> tuple[str, ...]:
             try:
                 if find_spec(mod) is not None:
                     out.append(mod)
-            except ModuleNotFoundError:     # the lab's package itself is missing
-                continue
+            except ModuleNotFoundError as e:
+                if e.name != lab.module:      # a real missing dependency inside the lab
+                    raise
     return tuple(out)
 
 
 def load_checks() -> None:
-    """Import every lab's :data:`CHECK_MODULES` (a lab without a challenge has none to import):
-    importing them registers the exercises with labkit.check and the hints with labkit.hints,
-    which both call this instead of importing each other."""
-    for lab in LABS:
-        for part in CHECK_MODULES:
-            mod = f"{lab.module}.{part}"
-            try:
-                importlib.import_module(mod)
-            except ModuleNotFoundError as e:
-                if e.name not in (mod, lab.module):  # a real missing dependency inside the lab
-                    raise
+    """Import every module of :func:`check_modules`: importing them registers the exercises with
+    labkit.check and the hints with labkit.hints, which both call this instead of importing each
+    other."""
+    for mod in check_modules():
+        importlib.import_module(mod)

@@ -100,11 +100,12 @@ def lab_key(lab: str, env: dict | None = None, files: list | None = None) -> str
     return h.hexdigest()
 
 
-def _file_digests() -> list[tuple[str, str]]:
-    """(relative path, sha256) of every file of labkit/ (caches and checkpoints excluded)."""
+def _file_digests(package: Path = PACKAGE) -> list[tuple[str, str]]:
+    """(relative path, sha256) of every file of ``package`` (labkit/; caches and checkpoints
+    excluded)."""
     out = []
-    for p in sorted(PACKAGE.rglob("*")):
-        rel = p.relative_to(PACKAGE)
+    for p in sorted(package.rglob("*")):
+        rel = p.relative_to(package)
         if not p.is_file() or _SKIP_DIRS & set(rel.parts) or p.name.endswith(_SKIP_SUFFIXES):
             continue
         out.append((rel.as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()))
@@ -181,14 +182,6 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _once():
-    """labkit.bench runs each function once here (its first call compiles it with the
-    argument types it is given), instead of timing loops: the warm wants the compilation."""
-    from labkit.bench import single_loop
-
-    return single_loop()
-
-
 def warm_lab(lab: str, solutions_root: str | Path | None = None) -> dict:
     """Compile one lab's kernels into numba's cache (in this process); what was done, with the
     CPU seconds of each step (this process and the check worker)."""
@@ -203,7 +196,10 @@ def warm_lab(lab: str, solutions_root: str | Path | None = None) -> dict:
     c = _cpu()
     out["steps"]["import"] = round(c - c0, 2)
     if hasattr(mod, "run_benchmark"):
-        with _once(), contextlib.redirect_stdout(io.StringIO()):
+        # each benchmarked function called once (its first call compiles it with the argument
+        # types it is given) instead of timing loops: the warm wants the compilation
+        from labkit.bench import single_loop
+        with single_loop(), contextlib.redirect_stdout(io.StringIO()):
             mod.run_benchmark("small", repeat=1)
         out["steps"]["run_benchmark('small')"] = round(_cpu() - c, 2)
     root = Path(solutions_root) if solutions_root else PACKAGE.parent

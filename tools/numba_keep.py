@@ -37,7 +37,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "labkit"
 KEEP = 2                                  # stored keys kept (the newest)
-_SKIP_SUFFIXES = (".pyc", ".pyo", ".nbi", ".nbc")
 
 
 def store_root(store: str | None = None) -> Path:
@@ -49,17 +48,13 @@ def store_root(store: str | None = None) -> Path:
 
 
 def key(package: Path = PACKAGE) -> str:
-    """Digest of labkit/'s files (caches excluded), the compiler versions and the host CPU."""
+    """Digest of labkit/'s files (as ``labkit warm`` digests them: caches excluded), the
+    compiler versions and the host CPU."""
     import llvmlite
     import llvmlite.binding as ll
     import numba
-    h = hashlib.sha256()
-    for p in sorted(package.rglob("*")):
-        rel = p.relative_to(package)
-        if (not p.is_file() or "__pycache__" in rel.parts or ".ipynb_checkpoints" in rel.parts
-                or p.name.endswith(_SKIP_SUFFIXES)):
-            continue
-        h.update(rel.as_posix().encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    from labkit.warm import _file_digests
+    h = hashlib.sha256(json.dumps(_file_digests(package)).encode())
     h.update(json.dumps([numba.__version__, llvmlite.__version__, sys.version,
                          ll.get_host_cpu_name(), ll.get_host_cpu_features().flatten()]).encode())
     return h.hexdigest()[:32]
