@@ -1,6 +1,10 @@
 """Test-suite setup shared by unit tests and nbval notebook runs.
 
 * Speed gates report instead of failing (``LABKIT_SPEED=report``): CI machines are noisy.
+* Autoscaled timings call each function once per repeat (``LABKIT_TIMING=once``, as
+  ``labkit.bench.single_loop``): a notebook's benchmark cells, the labs' ``run_benchmark`` and the
+  browser's Run All prove that they run and what they print, not a speed (that is ``labkit
+  bench``'s and ``make test-load``'s job); tests of the autoscaling itself unset it.
 * While nbval executes ``solutions/*.ipynb``, checks run strictly (``LABKIT_CHECK_STRICT=1``) so a
   check that fails in a solution notebook fails the build; every other kernel (student
   notebooks, browser, grader) starts without it.
@@ -25,6 +29,7 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("LABKIT_SPEED", "report")
+os.environ.setdefault("LABKIT_TIMING", "once")
 
 
 def _nbval_stores_history() -> None:

@@ -17,6 +17,13 @@ from labkit import bench, registry  # noqa: E402
 FAST = dict(repeat=3, min_time=0.001)
 
 
+@pytest.fixture(autouse=True)
+def _autoscaled(monkeypatch):
+    """These tests time with autoscaled loops, as a user's process does (conftest.py sets
+    LABKIT_TIMING=once for the rest of the suite)."""
+    monkeypatch.delenv("LABKIT_TIMING", raising=False)
+
+
 @njit(cache=True)
 def _jit_sum(a):
     s = 0.0
@@ -256,14 +263,23 @@ def test_timeit_in_thread_cpu_seconds():
     spinner.start()
     try:
         kw = dict(repeat=3, min_time=0.01)
-        own = bench.timeit(time.sleep, 0.003, clock="thread", **kw)
-        cpu = bench.timeit(time.sleep, 0.003, clock="cpu", **kw)
+        with bench.single_loop():   # a sleep costs no thread CPU: autoscaling would loop long
+            own = bench.timeit(time.sleep, 0.003, clock="thread", **kw)
+            cpu = bench.timeit(time.sleep, 0.003, clock="cpu", **kw)
     finally:
         stop.set()
         spinner.join()
     assert min(own.times) < 0.001 and min(own.times) < min(cpu.times)
     with pytest.raises(ValueError, match="clock must be 'wall', 'cpu' or 'thread'"):
         bench.timeit(time.sleep, 0.0, clock="gpu")
+
+
+def test_autoscale_of_a_waiting_function_on_a_cpu_clock_stops_at_the_elapsed_cap():
+    # a sleep costs (almost) no thread CPU time: the loops stop growing once a repeat has lasted
+    # the elapsed cap (1 s: at most 1 / 0.005 + 1 sleeps), instead of growing toward min_time of
+    # thread CPU (thousands of sleeps per repeat)
+    t = bench.timeit(time.sleep, 0.005, clock="thread", repeat=1, min_time=0.01)
+    assert 2 <= t.loops <= 201
 
 
 def test_sweep():
