@@ -63,3 +63,17 @@ def test_check_result_plain_text_is_points_under_nbgrader(monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     bundle = r._repr_mimebundle_()
     assert bundle["text/plain"] == "0.5" and "slower" in bundle["text/html"]
+
+
+def test_pointer_in_a_fresh_process_loads_the_hints_itself():
+    # the grader asks for the pointer of a row without having called a check in its process
+    import subprocess
+    import sys
+    code = ("from labkit import hints\n"
+            "print(hints.pointer('colsum'))\n"
+            "print(repr(hints.pointer('no_such_exercise')))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert first.startswith("stuck? hints.next('colsum') shows hint "), r.stdout
+    assert second == "''"
