@@ -15,7 +15,9 @@ The package, by concern (each module's docstring says how it gets its text):
 * :mod:`.remarks` — the loop vectoriser's remarks explained; ``remarks``, ``explain``.
 * :mod:`.annotate` — source lines with their loop verdicts and assembly; ``annotate``.
 * :mod:`.uarch` — the hot loop's predicted bound (ports or a loop-carried dependency) from
-  OSACA's core models; ``predict``.
+  OSACA's core models; ``predict``. Beneath it: :mod:`.uarch_models` (which core model stands
+  for a CPU), :mod:`.uarch_steps` (one x86-64 or AArch64 instruction's effect on the registers)
+  and :mod:`.uarch_elements` (elements per loop iteration from the addresses the loop moves).
 
 Everything public is re-exported here: ``from labkit import inspect as lk; lk.vector_report(fn)``.
 """
