@@ -274,10 +274,30 @@ def _innermost_loop(loops, line):
 
 
 def _build_remarks(fn, text: str) -> Remarks:
+    """``fn``'s loop verdicts from LLVM's remark text: the remarks grouped per loop version, each
+    group placed on a source line and read as one verdict, one verdict per loop line, and a note
+    on what is not shown."""
     file, src, loops = _source_info(fn.py_func)
-    base = os.path.basename(file)
     pranges = [l for l in loops if l[2]]
-    entries = _parse_remarks(text)
+    result, hidden, seen = Remarks(), 0, set()
+    for g in _remark_groups(_parse_remarks(text)):
+        place = _group_place(g, file, pranges)
+        if place is None:
+            hidden += 1
+            continue
+        r = _group_remark(g, *place, file, src, loops, pranges)
+        if r is None or (r.line, r.vectorized, r.reason) in seen:
+            continue
+        seen.add((r.line, r.vectorized, r.reason))
+        result.append(r)
+    final = _one_verdict_per_line(result)
+    final.hidden = hidden
+    final.note = _remarks_note(pranges, hidden)
+    return final
+
+
+def _remark_groups(entries: list[list]) -> list[list[list]]:
+    """The remarks cut into groups, each ending at a loop's final verdict (the last may not)."""
     groups, pending = [], []
     for e in entries:
         pending.append(e)
@@ -286,60 +306,71 @@ def _build_remarks(fn, text: str) -> Remarks:
             pending = []
     if pending:
         groups.append(pending)
-    result = Remarks()
-    hidden = 0
-    seen = set()
-    for g in groups:
-        located = [e for e in g if e[1] > 0]
-        if not located:
-            hidden += 1
-            continue
-        term = g[-1] if g[-1][1] > 0 else located[-1]
-        rfile, rline = term[0], term[1]
-        parallel = False
-        if os.path.basename(rfile) != base:
-            if rfile == "<string>" and pranges:
-                parallel = True  # numba outlines a prange body into a generated gufunc
-            else:
-                hidden += 1
-                continue
-        msgs = [e[3] for e in g]
-        if any("already been vectorized" in m for m in msgs) and len(set(msgs)) == 1:
-            continue  # remainder/epilogue copy of an already-vectorised loop
-        m = next((_VEC_DONE.search(x) for x in msgs if _VEC_DONE.search(x)), None)
-        vec = m is not None
-        reasons = [x for x in msgs if not _is_terminal(x) or "interleaving is not beneficial" in x
-                   and not any("vectorization is not beneficial" in y for y in msgs)]
-        reasons = [_clean_reason(x) for x in reasons if x != "loop not vectorized"]
-        if parallel:
-            loop = pranges[0]
-            line = loop[0]
-            reason_line = 0
-        else:
-            loop = _innermost_loop(loops, rline)
-            line = loop[0] if loop else rline
-            rl = [e[1] for e in g if e[3] != term[3] and e[1] > 0]
-            reason_line = rl[0] if rl else 0
-        reason = "; ".join(dict.fromkeys(reasons)) if not vec else ""
-        if not vec and not reason:
-            reason = "no reason given by LLVM"
-        expl, fix = explain(reason) if reason else ("", "")
-        key = (line, vec, reason)
-        if key in seen:
-            continue
-        seen.add(key)
-        result.append(LoopRemark(file=file, line=line, vectorized=vec,
-                                 width=int(m.group(1)) if m else 0,
-                                 interleave=int(m.group(2)) if m else 0,
-                                 reason=reason, reason_line=reason_line, explanation=expl, fix=fix,
-                                 source=src.get(line, ""), parallel=parallel, raw=tuple(msgs)))
-    # one verdict per loop line: LLVM sometimes keeps several versions of a loop (e.g. unswitched
-    # on a parameter); the loop counts as vectorised when one version is, the others become notes
+    return groups
+
+
+def _group_place(g: list[list], file: str, pranges: list) -> tuple[list, bool] | None:
+    """(the group's verdict remark, whether it comes from a prange body) — None when the group
+    has no line in ``fn``'s file (a runtime helper or an already-compiled callee)."""
+    located = [e for e in g if e[1] > 0]
+    if not located:
+        return None
+    term = g[-1] if g[-1][1] > 0 else located[-1]
+    if os.path.basename(term[0]) == os.path.basename(file):
+        return term, False
+    if term[0] == "<string>" and pranges:
+        return term, True  # numba outlines a prange body into a generated gufunc
+    return None
+
+
+def _group_remark(g: list[list], term: list, parallel: bool, file: str, src: dict, loops: list,
+                  pranges: list) -> LoopRemark | None:
+    """One group's verdict as a LoopRemark; None for the remainder copy of a loop already
+    vectorised."""
+    msgs = [e[3] for e in g]
+    if any("already been vectorized" in m for m in msgs) and len(set(msgs)) == 1:
+        return None  # remainder/epilogue copy of an already-vectorised loop
+    m = next((_VEC_DONE.search(x) for x in msgs if _VEC_DONE.search(x)), None)
+    vec = m is not None
+    reason = "; ".join(dict.fromkeys(_group_reasons(msgs))) if not vec else ""
+    if not vec and not reason:
+        reason = "no reason given by LLVM"
+    line, reason_line = _remark_lines(g, term, parallel, loops, pranges)
+    expl, fix = explain(reason) if reason else ("", "")
+    return LoopRemark(file=file, line=line, vectorized=vec,
+                      width=int(m.group(1)) if m else 0,
+                      interleave=int(m.group(2)) if m else 0,
+                      reason=reason, reason_line=reason_line, explanation=expl, fix=fix,
+                      source=src.get(line, ""), parallel=parallel, raw=tuple(msgs))
+
+
+def _group_reasons(msgs: list[str]) -> list[str]:
+    """The group's reasons for not vectorising, cleaned of LLVM's boilerplate."""
+    reasons = [x for x in msgs if not _is_terminal(x) or "interleaving is not beneficial" in x
+               and not any("vectorization is not beneficial" in y for y in msgs)]
+    return [_clean_reason(x) for x in reasons if x != "loop not vectorized"]
+
+
+def _remark_lines(g: list[list], term: list, parallel: bool, loops: list,
+                  pranges: list) -> tuple[int, int]:
+    """(the loop's line, the line a reason points at or 0): a prange body's remarks go on the
+    prange line; others on the innermost loop around the verdict's line."""
+    if parallel:
+        return pranges[0][0], 0
+    loop = _innermost_loop(loops, term[1])
+    rl = [e[1] for e in g if e[3] != term[3] and e[1] > 0]
+    return (loop[0] if loop else term[1]), (rl[0] if rl else 0)
+
+
+def _one_verdict_per_line(result: Remarks) -> Remarks:
+    """One verdict per loop line, sorted by line: LLVM sometimes keeps several versions of a loop
+    (e.g. unswitched on a parameter); the loop counts as vectorised when one version is, the
+    others become notes."""
     final = Remarks()
     by_line: dict[int, list] = {}
     for r in result:
         by_line.setdefault(r.line, []).append(r)
-    for line, rs in by_line.items():
+    for rs in by_line.values():
         vec = [r for r in rs if r.vectorized]
         if vec:
             keep = max(vec, key=lambda r: (r.width, r.interleave))
@@ -355,7 +386,11 @@ def _build_remarks(fn, text: str) -> Remarks:
                 keep.explanation, keep.fix = explain(keep.reason)
         final.append(keep)
     final.sort(key=lambda r: r.line)
-    final.hidden = hidden
+    return final
+
+
+def _remarks_note(pranges: list, hidden: int) -> str:
+    """What the verdicts leave out: where prange bodies' remarks go, groups without a line."""
     notes = []
     if pranges:
         notes.append("parallel=True: numba moves each prange body into a generated function; its "
@@ -363,8 +398,7 @@ def _build_remarks(fn, text: str) -> Remarks:
     if hidden:
         notes.append(f"{hidden} remark group(s) from code without line information (numba runtime "
                      f"helpers or already-compiled callees) are not shown.")
-    final.note = " ".join(notes)
-    return final
+    return " ".join(notes)
 
 
 _REMARKS_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
