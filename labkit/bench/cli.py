@@ -62,13 +62,42 @@ def _load_lab(lab: str, failed: list[str]):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI `labkit bench <lab|all> [--size small|seed|large] [--repeat N]`; returns the exit code."""
-    import argparse
-    import traceback
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench":
         argv = argv[1:]
     known = lab_names()
+    ns = _parse_args(argv, known)
+    from labkit import hardware
+    print(hardware.summary())
+    labs = known if ns.lab == "all" else (ns.lab,)
+    if ns.uarch:
+        print_uarch(labs)
+        return 0
+    failed: list[str] = []
+    summary: list[tuple[str, dict]] = []
+    tables: dict = {}                   # lab → its key kernel's table (the final line reuses it)
+    host, ran = _run_labs(labs, ns, failed, summary, tables)
+    steady = host_note(host, ran)
+    print(steady + "\n")
+    if not ns.no_uarch and ran:
+        print_uarch(ran, tables)
+    if len(labs) > 1 and summary:
+        _print_targets_met(summary)
+    if ns.markdown and summary:
+        write_markdown(ns.markdown, summary, " ".join(["labkit bench", ns.lab]
+                                                      + (["--size", ns.size] if ns.size else [])),
+                       host=steady)
+        print(f"targets written to {ns.markdown}")
+    if failed:
+        print(f"benchmark failed for: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _parser(known: Sequence[str]):
+    """The command line's parser: a lab (or all), the size, repeats, --markdown, --uarch."""
+    import argparse
+
     p = argparse.ArgumentParser(prog="labkit bench",
                                 description="Run a lab's benchmark and print its table.")
     p.add_argument("lab", nargs="?", default="all", choices=list(known) + ["all"],
@@ -85,6 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "kernel beside its measured cycles per element; seconds, no tables)")
     p.add_argument("--no-uarch", action="store_true",
                    help="leave the predicted-vs-measured lines out")
+    return p
+
+
+def _parse_args(argv: list[str], known: Sequence[str]):
+    """The parsed options, their combinations checked (and the --markdown file's markers, before
+    a run of minutes, not after it)."""
+    p = _parser(known)
     ns = p.parse_args(argv)
     if ns.uarch and (ns.no_uarch or ns.markdown):
         p.error("--uarch prints only the prediction lines: it takes no --no-uarch or --markdown")
@@ -95,16 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             _marked_parts(ns.markdown)
         except (ValueError, OSError) as e:
             p.error(str(e))
+    return ns
 
-    from labkit import hardware
-    print(hardware.summary())
-    labs = known if ns.lab == "all" else (ns.lab,)
-    if ns.uarch:
-        print_uarch(labs)
-        return 0
-    failed: list[str] = []
-    summary: list[tuple[str, dict]] = []
-    tables: dict = {}                   # lab → its key kernel's table (the final line reuses it)
+
+def _run_labs(labs: Sequence[str], ns, failed: list[str], summary: list[tuple[str, dict]],
+              tables: dict) -> tuple[list[float], list[str]]:
+    """Run each lab's benchmark in turn (a failure reported, the others carry on), the host's
+    rate read before the first and after each: (host rates, labs that ran)."""
+    import traceback
+
     host, ran = [host_rate()], []       # host[i], host[i + 1]: before and after lab ran[i]
     for lab in labs:
         mod, run = _load_lab(lab, failed)
@@ -120,29 +155,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             host.append(host_rate())
             ran.append(lab)
-    steady = host_note(host, ran)
-    print(steady + "\n")
-    if not ns.no_uarch and ran:
-        print_uarch(ran, tables)
-    if len(labs) > 1 and summary:
-        met = sum(1 for _, r in summary if r["met"])
-        measured = sum(1 for _, r in summary if r["met"] is not None)
-        unjudged = sum(1 for _, r in summary if r.get("not_judged"))
-        print(f"targets met: {met} of {measured} measured ({len(summary)} stated"
-              + (f"; {unjudged} not judged: other work ran beside the thread rows" if unjudged
-                 else "") + ")")
-        for lab, r in summary:
-            if r["met"] is False:
-                print(f"  ✘ {lab}: {r['claim']}")
-    if ns.markdown and summary:
-        write_markdown(ns.markdown, summary, " ".join(["labkit bench", ns.lab]
-                                                      + (["--size", ns.size] if ns.size else [])),
-                       host=steady)
-        print(f"targets written to {ns.markdown}")
-    if failed:
-        print(f"benchmark failed for: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return host, ran
+
+
+def _print_targets_met(summary: Sequence[tuple[str, dict]]) -> None:
+    """The run's count of targets met, and each target missed."""
+    met = sum(1 for _, r in summary if r["met"])
+    measured = sum(1 for _, r in summary if r["met"] is not None)
+    unjudged = sum(1 for _, r in summary if r.get("not_judged"))
+    print(f"targets met: {met} of {measured} measured ({len(summary)} stated"
+          + (f"; {unjudged} not judged: other work ran beside the thread rows" if unjudged
+             else "") + ")")
+    for lab, r in summary:
+        if r["met"] is False:
+            print(f"  ✘ {lab}: {r['claim']}")
 
 
 def uarch_header(from_tables: bool = False) -> str:

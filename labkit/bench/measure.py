@@ -56,6 +56,24 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
     :meth:`BenchResult.with_predictions`. ``work`` must count the hot loop's elements per call."""
     entries = _normalise_functions(functions, args)
     names = [e[0] for e in entries]
+    baseline = _check_options(names, baseline, repeat=repeat, min_time=min_time, work=work,
+                              unit=unit, validate=validate, clock=clock, stat=stat)
+    resolved = _resolve_entries(entries, args)
+    compile_s, loops, times = _measure(resolved, repeat, min_time, validate, clock)
+    rows = [_row(name, compile_s[name], loops[name], times[name], stat,
+                 work[name] if isinstance(work, Mapping) else work) for name in names]
+    _set_ratios(rows, baseline, stat)
+    res = BenchResult(rows, baseline=baseline, unit=unit, label=label, repeat=repeat,
+                      min_time=min_time, times=times, clock=clock, stat=stat)
+    if predict is not None and predict is not False:
+        res._calls = {name: (fn, a) for name, fn, a in resolved}   # kept only when asked
+        res.with_predictions(predict)
+    return res
+
+
+def _check_options(names: list[str], baseline: str | None, *, repeat, min_time, work, unit,
+                   validate, clock, stat) -> str:
+    """:func:`compare`'s options checked, with a clear error for each; the baseline's name."""
     _check_positive("repeat", repeat, integer=True)
     _check_positive("min_time", min_time, allow_zero=True)
     if not isinstance(unit, str) or not unit:
@@ -71,16 +89,26 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
     elif baseline not in names:
         raise ValueError(f"baseline {baseline!r} is not one of the functions {names}")
     if work is not None:
-        if isinstance(work, Mapping):
-            missing = [n for n in names if n not in work]
-            if missing:
-                raise ValueError(f"work dict lacks entries for {missing}; give one number per function")
-            for n in names:
-                _check_positive(f"work[{n!r}]", work[n])
-        else:
-            _check_positive("work", work)
+        _check_work(names, work)
+    return baseline
 
-    # resolve arguments once (a shared callable is called once; per-function ones separately)
+
+def _check_work(names: list[str], work: Any) -> None:
+    """``work``: one positive number, or a dict with one per function."""
+    if isinstance(work, Mapping):
+        missing = [n for n in names if n not in work]
+        if missing:
+            raise ValueError(f"work dict lacks entries for {missing}; give one number per function")
+        for n in names:
+            _check_positive(f"work[{n!r}]", work[n])
+    else:
+        _check_positive("work", work)
+
+
+def _resolve_entries(entries: list[tuple[str, Callable, Any]],
+                     args: Any) -> list[tuple[str, Callable, tuple]]:
+    """Each function's arguments resolved once (a shared callable is called once; per-function
+    ones separately)."""
     shared = None
     resolved = []
     for name, fn, a in entries:
@@ -90,37 +118,42 @@ def compare(functions: Mapping[str, Any], args: Any = (), *, baseline: str | Non
             resolved.append((name, fn, shared))
         else:
             resolved.append((name, fn, _resolve_args(a, f"arguments of {name!r}")))
+    return resolved
 
+
+def _measure(resolved: list[tuple[str, Callable, tuple]], repeat: int, min_time: float,
+             validate: Callable | None, clock: str) -> tuple[dict, dict, dict]:
+    """(compile seconds, loops per timing, seconds per call of each repeat) by name: each
+    function called once (compiled, validated), its loop count scaled, then the repeats."""
     compile_s = {name: _first_call(name, fn, a, validate, clock) for name, fn, a in resolved}
     loops = {name: _autoscale(fn, a, min_time, clock) for name, fn, a in resolved}
-    times: dict[str, list[float]] = {name: [] for name in names}
+    times: dict[str, list[float]] = {name: [] for name, _, _ in resolved}
     for _ in range(repeat):  # interleaved: f, g, f, g, … so slow drifts hit everyone alike
         for name, fn, a in resolved:
             times[name].append(_time_loops(fn, a, loops[name], clock) / loops[name])
+    return compile_s, loops, times
 
-    rows = []
-    for name in names:
-        med, q1, q3 = _stats(times[name])
-        best = float(min(times[name]))
-        t = med if stat == "median" else best
-        w = work[name] if isinstance(work, Mapping) else work
-        rows.append({
-            "name": name, "compile_s": compile_s[name], "median_s": med, "best_s": best,
-            "q1_s": q1, "q3_s": q3, "spread": (q3 - q1) / med if med > 0 else float("nan"),
-            "throughput": (float(w) / t if t > 0 else float("inf")) if w is not None else None,
-            "ratio": float("nan"), "loops": loops[name],
-            **({"work": float(w)} if w is not None else {}),
-        })
+
+def _row(name: str, compile_s: float, loops: int, times: list[float], stat: str, w) -> dict:
+    """One function's row of the result (its ratio filled in by :func:`_set_ratios`)."""
+    med, q1, q3 = _stats(times)
+    best = float(min(times))
+    t = med if stat == "median" else best
+    return {
+        "name": name, "compile_s": compile_s, "median_s": med, "best_s": best,
+        "q1_s": q1, "q3_s": q3, "spread": (q3 - q1) / med if med > 0 else float("nan"),
+        "throughput": (float(w) / t if t > 0 else float("inf")) if w is not None else None,
+        "ratio": float("nan"), "loops": loops,
+        **({"work": float(w)} if w is not None else {}),
+    }
+
+
+def _set_ratios(rows: list[dict], baseline: str, stat: str) -> None:
+    """Each row's speed-up over the baseline's, by the median or the best repeat."""
     key = "median_s" if stat == "median" else "best_s"
     base_t = next(r[key] for r in rows if r["name"] == baseline)
     for r in rows:
         r["ratio"] = base_t / r[key] if r[key] > 0 else float("inf")
-    res = BenchResult(rows, baseline=baseline, unit=unit, label=label, repeat=repeat,
-                      min_time=min_time, times=times, clock=clock, stat=stat)
-    if predict is not None and predict is not False:
-        res._calls = {name: (fn, a) for name, fn, a in resolved}   # kept only when asked
-        res.with_predictions(predict)
-    return res
 
 
 def sweep(fn: Callable, param: str, values: Sequence, args_for: Callable | None = None,

@@ -109,8 +109,17 @@ class BenchResult:
         ready :class:`~labkit.inspect.uarch.Prediction`. ``hz``: the clock (default: measured
         now by :func:`labkit.hardware.clock.measure_clock`). A row without a model, a loop or
         OSACA gets a note, never an exception. Returns this result."""
-        from .uarch import measure_hz, prediction_for
-        from labkit.inspect.uarch import Prediction
+        from .uarch import _clock_hz
+        predict = self._prediction_specs(predict)
+        self.hz = _clock_hz(hz)
+        self.predictions = dict(self.predictions or {})
+        for r in self.rows:
+            self._predict_row(r, predict, cpu)
+        return self
+
+    def _prediction_specs(self, predict: Any) -> dict:
+        """``predict`` as a dict row name → spec, True and a list of names read from the
+        functions :func:`compare` kept; every name checked to be a row."""
         if predict is True:
             if not self._calls:
                 raise ValueError("this result kept no functions (compare() keeps them only with "
@@ -127,46 +136,47 @@ class BenchResult:
                             f"function / (function, args) / Prediction; got {type(predict).__name__}")
         for n in predict:
             self._row(n)
-        if hz is None:
-            hz = measure_hz()
-        if not (isinstance(hz, (int, float)) and hz > 0):
-            raise ValueError(f"hz must be a positive clock frequency in Hz, got {hz!r}")
-        self.hz = float(hz)
-        self.predictions = dict(self.predictions or {})
-        for r in self.rows:
-            name = r["name"]
-            work = r.get("work")
-            if work is None and r.get("throughput"):
-                work = r["throughput"] * (r["median_s"] if self.stat == "median" else r["best_s"])
-            r["cycles_per_elem"] = (self.hz * r["best_s"] / work) if work else None
-            if name not in predict:
-                r.setdefault("predicted_cycles_per_elem", None)
-                r.setdefault("prediction_note", "not predicted")
-                continue
-            spec, why, p = predict[name], "", None
-            if isinstance(spec, Prediction):
-                p = spec
-            else:
-                fn, args, opts = spec, self._calls.get(name, (None, ()))[1], {}
-                if isinstance(spec, tuple):
-                    fn, args, opts = (tuple(spec) + ({},))[:3] if len(spec) == 2 else spec
-                opts = {"cpu": cpu, **dict(opts)}
-                p, why = prediction_for(fn, args, **opts)
-            per = p.cycles_per_element if p is not None else None
-            if p is not None and per is None:
-                why = ("the loop's step could not be read: predict it with "
-                       f"elements_per_iteration= ({p.cycles_per_iteration:.2f} cycles per "
-                       "loop iteration)")
-            if work is None:
-                why = "; ".join(w for w in (why, "no work= given: cycles per element need the "
-                                                 "elements per call") if w)
-            if p is not None:
-                self.predictions[name] = p
-            else:
-                self.predictions.pop(name, None)
-            r["predicted_cycles_per_elem"] = per
-            r["prediction_note"] = why
-        return self
+        return predict
+
+    def _predict_row(self, r: dict, predict: dict, cpu: str | None) -> None:
+        """One row's measured and predicted cycles per element, and why a prediction is
+        missing; its Prediction kept in :attr:`predictions`."""
+        name = r["name"]
+        work = r.get("work")
+        if work is None and r.get("throughput"):
+            work = r["throughput"] * (r["median_s"] if self.stat == "median" else r["best_s"])
+        r["cycles_per_elem"] = (self.hz * r["best_s"] / work) if work else None
+        if name not in predict:
+            r.setdefault("predicted_cycles_per_elem", None)
+            r.setdefault("prediction_note", "not predicted")
+            return
+        p, why = self._prediction(name, predict[name], cpu)
+        per = p.cycles_per_element if p is not None else None
+        if p is not None and per is None:
+            why = ("the loop's step could not be read: predict it with "
+                   f"elements_per_iteration= ({p.cycles_per_iteration:.2f} cycles per "
+                   "loop iteration)")
+        if work is None:
+            why = "; ".join(w for w in (why, "no work= given: cycles per element need the "
+                                             "elements per call") if w)
+        if p is not None:
+            self.predictions[name] = p
+        else:
+            self.predictions.pop(name, None)
+        r["predicted_cycles_per_elem"] = per
+        r["prediction_note"] = why
+
+    def _prediction(self, name: str, spec: Any, cpu: str | None) -> tuple[Any, str]:
+        """(Prediction or None, why not) for one row's spec: a ready Prediction, or predicted
+        from a function with the row's arguments or its own, and options."""
+        from .uarch import prediction_for
+        from labkit.inspect.uarch import Prediction
+        if isinstance(spec, Prediction):
+            return spec, ""
+        fn, args, opts = spec, self._calls.get(name, (None, ()))[1], {}
+        if isinstance(spec, tuple):
+            fn, args, opts = (tuple(spec) + ({},))[:3] if len(spec) == 2 else spec
+        return prediction_for(fn, args, **{"cpu": cpu, **dict(opts)})
 
     def predicted(self, name: str) -> float | None:
         """OSACA's cycles per element for `name` (None: see :meth:`explain`)."""

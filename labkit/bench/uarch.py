@@ -50,6 +50,15 @@ def measure_hz() -> float:
     return measure_clock(iterations=1_000_000, repeat=3)
 
 
+def _clock_hz(hz: float | None) -> float:
+    """The core clock in Hz: ``hz`` checked, or :func:`measure_hz` now when None."""
+    if hz is None:
+        hz = measure_hz()
+    if not (isinstance(hz, (int, float)) and hz > 0):
+        raise ValueError(f"hz must be a positive clock frequency in Hz, got {hz!r}")
+    return float(hz)
+
+
 def measured_cycles(fn: Callable, args: tuple, elements: float, *, rounds: int = 3,
                     min_time: float = 0.01) -> tuple[float, float]:
     """(cycles per element, clock Hz) of ``fn(*args)`` on this core: in each of ``rounds`` rounds
