@@ -8,8 +8,9 @@ Linux x86-64, Linux AArch64 (Graviton, Ampere, …) and macOS (Intel and Apple s
 >>> hardware.native_lanes("int16")  # int16 elements per native vector register (16 with AVX2)
 >>> hardware.info().features        # the lab-relevant features of this architecture: avx2 … / neon, sve …
 
-The package, by concern: :mod:`.probe` (HardwareInfo, ``build`` from recorded sources, the native
-vector width), :mod:`.isa` (per-architecture feature tables, what each feature means for the labs,
+The package, by concern: :mod:`.probe` (HardwareInfo, ``build`` from recorded sources),
+:mod:`.describe` (a HardwareInfo in words: summary line, description), :mod:`.width` (the native
+vector width numba compiles for), :mod:`.isa` (per-architecture feature tables, what each feature means for the labs,
 every source's spelling), :mod:`.sources` (parsers of /proc/cpuinfo, the AArch64 aux vector and
 SVE length, macOS sysctl),
 :mod:`.roof` (one core's memory bandwidth and FMA rate, the two roofs of a roofline),

@@ -6,7 +6,8 @@ import sys
 from typing import Sequence
 
 from . import roof
-from .probe import _describe, info
+from .describe import _describe
+from .probe import info
 
 
 def _smoke_kernel():
@@ -47,6 +48,21 @@ def _check_import(mod: str, min_major: int | None = None) -> tuple[bool, str]:
 
 def doctor(argv: Sequence[str] | None = None) -> int:
     """`labkit doctor`: print versions, CPU, caches, ISA features with meaning, smoke-test → exit code."""
+    ns = _parse_args(argv)
+    hw = info()
+    print("\n".join(_describe(hw)))
+    if not _target_runs():
+        return 1
+    _print_vector_notes(hw, smoke=not ns.no_smoke)
+    if ns.measure:
+        _print_roofs()
+    if ns.no_smoke:
+        return 0
+    return _run_checks()
+
+
+def _parse_args(argv: Sequence[str] | None):
+    """The command line's options: --no-smoke, --measure (a leading "doctor" dropped)."""
     import argparse
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -57,17 +73,23 @@ def doctor(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--measure", action="store_true",
                    help="also measure one core's memory bandwidth and FMA rate (a few seconds): "
                         "the two roofs of a roofline")
-    ns = p.parse_args(argv)
+    return p.parse_args(argv)
 
-    hw = info()
-    print("\n".join(_describe(hw)))
+
+def _target_runs() -> bool:
+    """Whether code compiled for numba's target runs here; if not, prints why."""
     from labkit.target import TargetError, ensure_executable
     try:
         ensure_executable()
     except TargetError as e:
         print(f"  ✘ {e}")
         print("labkit is NOT ready for this target: nothing compiled for it can run here.")
-        return 1
+        return False
+    return True
+
+
+def _print_vector_notes(hw, smoke: bool) -> None:
+    """What the vector features mean here: missing ones, NEON, AVX-512's preferred width."""
     missing = [f for f in hw.feature_names if not hw.features.get(f)]
     if missing and hw.arch == "x86_64":
         print("  (missing features: the labs still run with narrower vectors; use "
@@ -76,8 +98,8 @@ def doctor(argv: Sequence[str] | None = None) -> int:
         print("  (numba compiles NEON here: checks expect 128-bit vectors; see other ISAs with "
               "labkit.inspect.compile_for(fn, 'neoverse-v1') for SVE or 'znver4' for AVX-512)")
     from .probe import has
-    if hw.arch == "x86_64" and has("avx512f") and not ns.no_smoke:
-        from .probe import native_vector_bits
+    if hw.arch == "x86_64" and has("avx512f") and smoke:
+        from .width import native_vector_bits
         pref = native_vector_bits(preferred=True)
         print(f"  numba's loops here: {pref}-bit vectors ({pref // 64} doubles per instruction) on "
               f"{native_vector_bits()}-bit registers"
@@ -86,20 +108,24 @@ def doctor(argv: Sequence[str] | None = None) -> int:
                 "the core (AMD Zen 4 runs each 512-bit operation as two 256-bit halves); "
                 "`labkit doctor --measure` measures both rates here (labkit's fast kernels ask "
                 "for the full width through labkit.jit).")
-    if ns.measure:
-        bw, peak = roof.measure_bandwidth(), roof.measure_fma_rate()
-        print(f"one core  {bw:.1f} GB/s memory bandwidth (triad, 96 MiB arrays), {peak:.1f} GFLOP/s "
-              f"float64 FMA; ridge at {peak / bw:.1f} FLOP/byte (best of 7)")
-        print(f"          {roof.measure_bandwidth(kind='read'):.1f} GB/s read-only (a sum over "
-              "288 MiB: the roof of kernels that mostly read)")
-        from labkit.jit import vector_bits
-        if vector_bits():
-            plain = roof.measure_fma_rate(full_width=False)
-            print(f"          a plain @njit loop (LLVM's preferred width) reaches {plain:.1f} GFLOP/s "
-                  f"({plain / peak:.0%} of the {vector_bits()}-bit rate)")
-    if ns.no_smoke:
-        return 0
 
+
+def _print_roofs() -> None:
+    """One core's measured roofs: memory bandwidth (triad, read-only) and FMA rate."""
+    bw, peak = roof.measure_bandwidth(), roof.measure_fma_rate()
+    print(f"one core  {bw:.1f} GB/s memory bandwidth (triad, 96 MiB arrays), {peak:.1f} GFLOP/s "
+          f"float64 FMA; ridge at {peak / bw:.1f} FLOP/byte (best of 7)")
+    print(f"          {roof.measure_bandwidth(kind='read'):.1f} GB/s read-only (a sum over "
+          "288 MiB: the roof of kernels that mostly read)")
+    from labkit.jit import vector_bits
+    if vector_bits():
+        plain = roof.measure_fma_rate(full_width=False)
+        print(f"          a plain @njit loop (LLVM's preferred width) reaches {plain:.1f} GFLOP/s "
+              f"({plain / peak:.0%} of the {vector_bits()}-bit rate)")
+
+
+def _run_checks() -> int:
+    """The smoke tests with advice for each failure; 0 when all pass, else 1."""
     print("checks:")
     checks = [
         ("numba", _check_numba(), "reinstall: `make install` (or `.venv/bin/pip install -e .[test]`)"),

@@ -1,5 +1,6 @@
 """Probe this machine: CPU name, cores, caches, ISA features (``/proc/cpuinfo``, ``/sys``, ``lscpu``, macOS ``sysctl``,
-llvmlite's host data), numba's target, and the native SIMD width → :class:`HardwareInfo`."""
+llvmlite's host data), numba's target → :class:`HardwareInfo`. Its words come from :mod:`.describe`;
+the native SIMD width from :mod:`.width` (re-exported here)."""
 from __future__ import annotations
 
 import functools
@@ -14,6 +15,8 @@ from typing import Any
 
 from . import isa, sources
 from .isa import X86_LLVM_NAMES as _LLVM_NAMES
+from .describe import _caches, _cores, _describe, _summary
+from .width import native_lanes, native_vector_bits  # noqa: F401 - re-exported
 
 ARCH = isa.arch_of()
 # ISA features that matter for the labs on this machine's architecture (x86-64: in the spelling of
@@ -134,71 +137,6 @@ def _normalise(feature: str) -> str:
     if not isinstance(feature, str) or not feature.strip():
         raise TypeError(f"feature must be a str like 'avx2', got {feature!r}")
     return feature.strip().lower()
-
-
-def _fmt_bytes(n: int | None) -> str:
-    if not n:
-        return "?"
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{n} B"
-
-
-def _caches(hw: HardwareInfo) -> str:
-    l3 = f"L3 {_fmt_bytes(hw.l3)}" if hw.l3 or hw.system != "darwin" else "no L3 reported"
-    return f"L1d {_fmt_bytes(hw.l1d)}, L2 {_fmt_bytes(hw.l2)}, {l3}"
-
-
-def _cores(hw: HardwareInfo) -> str:
-    text = f"{hw.logical_cores} logical, {hw.physical_cores} physical"
-    if hw.performance_cores or hw.efficiency_cores:
-        text += f" ({hw.performance_cores or 0} performance + {hw.efficiency_cores or 0} efficiency)"
-    return text
-
-
-def _widest(hw: HardwareInfo) -> str:
-    return isa.widest(hw.arch, hw.features, hw.machine, hw.sve_bits)
-
-
-def _summary(hw: HardwareInfo) -> str:
-    target = hw.numba_cpu + (f" via NUMBA_CPU_NAME={hw.numba_cpu_env}" if hw.numba_cpu_env else "")
-    perf = (f", {hw.performance_cores}P+{hw.efficiency_cores or 0}E" if hw.performance_cores else "")
-    return (f"{hw.cpu} · {hw.logical_cores} cores ({hw.physical_cores} physical{perf}) · {_caches(hw)} · "
-            f"{_widest(hw)} · numba {hw.numba} → {target}, {hw.numba_threads} threads")
-
-
-def _describe(hw: HardwareInfo) -> list[str]:
-    shared = f"; L2 shared by {hw.l2_shared_by} cores" if hw.l2_shared_by and hw.l2_shared_by > 1 else ""
-    per = "the performance cores'" if hw.performance_cores else "per core for L1d/L2"
-    lines = [
-        f"Python    {hw.python} ({sys.executable})",
-        f"numpy     {hw.numpy}",
-        f"numba     {hw.numba}  (llvmlite {hw.llvmlite})",
-        f"CPU       {hw.cpu}  [{hw.machine}, {hw.system}]",
-    ]
-    if hw.emulated_on:
-        lines.append(f"          emulated: /proc/cpuinfo describes the host, {hw.emulated_on}")
-    lines += [
-        f"cores     {_cores(hw)}; numba threads {hw.numba_threads}",
-        f"caches    {_caches(hw)}  ({per}{shared})",
-        f"vectors   {_widest(hw)}"
-        + (f"; SVE vector length {hw.sve_bits} bits" if hw.sve_bits else ""),
-        f"numba target CPU: {hw.numba_cpu}"
-        + (f"  — {hw.target_note}" if hw.target_note
-           else f"  (NUMBA_CPU_NAME={hw.numba_cpu_env} overrides the host)" if hw.numba_cpu_env
-           else ""),
-        f"ISA features ({hw.arch}):",
-    ]
-    names = hw.feature_names
-    w = max((len(f) for f in names), default=0)
-    for f in names:
-        mark = "✔" if hw.features.get(f) else "✘"
-        lines.append(f"  {mark} {f.ljust(w)}  {hw.meaning(f)}")
-    if not names:
-        lines.append(f"  (labkit has no feature table for {hw.arch}; LLVM's features: "
-                     f"{', '.join(sorted(hw.flags)) or 'none'})")
-    return lines
 
 
 # --------------------------------------------------------------------------- probing
@@ -340,53 +278,73 @@ def build(*, machine: str, system: str = "linux", cpuinfo: str | None = None,
 
     arch = isa.arch_of(machine)
     logical = logical or os.cpu_count() or 1
-    perf = eff = shared = None
-    emulated = None
-    caches: dict[str, int] = {}
-    if sysctl:
-        mac = sources.mac_info(sysctl)
-        name, flags, phys = mac["name"], set(mac["flags"]), mac["physical"]
-        logical = mac["logical"] or logical
-        perf, eff, shared = mac["performance"], mac["efficiency"], mac["l2_shared_by"]
-        caches = {k: mac[k] for k in ("l1d", "l2", "l3") if mac[k]}
-    else:
-        d = sources.parse_cpuinfo(cpuinfo)
-        name, flags, phys = d["name"], set(d["flags"]), d["physical"]
-        if arch == "aarch64" and d["kind"] == "x86":
-            # qemu user-mode emulation shows the host's /proc/cpuinfo: it says nothing about this CPU
-            emulated, name, flags, phys = d["name"] or "an x86 CPU", None, set(), None
-        if arch == "aarch64" and not name:
-            name = isa.arm_cpu_name(d["implementer"], d["part"])
-        flags |= set(hwcap)
-        if not system.startswith("darwin"):
-            caches = _sys_caches()
-            if len(caches) < 3:
-                caches = {**_lscpu_caches(), **caches}
+    src = (_mac_facts(sysctl, logical) if sysctl
+           else _linux_facts(cpuinfo, arch, hwcap, system, logical))
+    flags, logical, caches = src["flags"], src["logical"], src["caches"]
     if not flags or sysctl:
         flags |= set(llvm_features)
     canon = isa.canonical_set(flags, arch)
     if arch == "aarch64":
         canon.add("neon")  # ASIMD is mandatory for AArch64 Linux and macOS
-    if not name:
-        name = (f"{llvm_cpu} ({arch})" if llvm_cpu not in ("", "unknown", "generic")
-                else _cpu_name_fallback() if not emulated else f"generic {arch} CPU")
-    phys = phys or (None if sysctl else _physical_from_sys(logical)) or logical
-    env_cpu = os.environ.get("NUMBA_CPU_NAME") or None
-    try:
-        threads = int(numba.config.NUMBA_NUM_THREADS)
-    except Exception:  # pragma: no cover
-        threads = 1
-    features = {f: f in canon for f in isa.features_of(arch)}
+    name = src["name"] or _fallback_name(llvm_cpu, arch, src["emulated"])
+    phys = src["physical"] or (None if sysctl else _physical_from_sys(logical)) or logical
     return HardwareInfo(
         cpu=name, machine=machine,
         logical_cores=logical, physical_cores=min(phys, logical),
         l1d=caches.get("l1d"), l2=caches.get("l2"), l3=caches.get("l3"),
-        features=features, flags=frozenset(flags | canon),
+        features={f: f in canon for f in isa.features_of(arch)}, flags=frozenset(flags | canon),
         python=platform.python_version(), numpy=numpy.__version__, numba=numba.__version__,
-        llvmlite=llvmlite.__version__, numba_cpu=llvm_cpu, numba_cpu_env=env_cpu, numba_threads=threads,
-        host_cpu=llvm_cpu, arch=arch, system=system, performance_cores=perf, efficiency_cores=eff, l2_shared_by=shared,
-        emulated_on=emulated,
+        llvmlite=llvmlite.__version__, numba_cpu=llvm_cpu,
+        numba_cpu_env=os.environ.get("NUMBA_CPU_NAME") or None, numba_threads=_numba_threads(),
+        host_cpu=llvm_cpu, arch=arch, system=system, performance_cores=src["performance"],
+        efficiency_cores=src["efficiency"], l2_shared_by=src["l2_shared_by"],
+        emulated_on=src["emulated"],
     )
+
+
+def _mac_facts(sysctl: dict, logical: int) -> dict:
+    """What macOS's sysctl says: name, flags, cores (performance and efficiency), caches."""
+    mac = sources.mac_info(sysctl)
+    return {"name": mac["name"], "flags": set(mac["flags"]), "physical": mac["physical"],
+            "logical": mac["logical"] or logical, "performance": mac["performance"],
+            "efficiency": mac["efficiency"], "l2_shared_by": mac["l2_shared_by"],
+            "caches": {k: mac[k] for k in ("l1d", "l2", "l3") if mac[k]}, "emulated": None}
+
+
+def _linux_facts(cpuinfo: str | None, arch: str, hwcap, system: str, logical: int) -> dict:
+    """What /proc/cpuinfo, the AArch64 aux vector and this machine's /sys or lscpu say: name,
+    flags, physical cores, caches, and the host's CPU under qemu's user-mode emulation."""
+    d = sources.parse_cpuinfo(cpuinfo)
+    name, flags, phys, emulated = d["name"], set(d["flags"]), d["physical"], None
+    if arch == "aarch64" and d["kind"] == "x86":
+        # qemu user-mode emulation shows the host's /proc/cpuinfo: it says nothing about this CPU
+        emulated, name, flags, phys = d["name"] or "an x86 CPU", None, set(), None
+    if arch == "aarch64" and not name:
+        name = isa.arm_cpu_name(d["implementer"], d["part"])
+    flags |= set(hwcap)
+    caches: dict[str, int] = {}
+    if not system.startswith("darwin"):
+        caches = _sys_caches()
+        if len(caches) < 3:
+            caches = {**_lscpu_caches(), **caches}
+    return {"name": name, "flags": flags, "physical": phys, "logical": logical,
+            "performance": None, "efficiency": None, "l2_shared_by": None, "caches": caches,
+            "emulated": emulated}
+
+
+def _fallback_name(llvm_cpu: str, arch: str, emulated: str | None) -> str:
+    """A CPU name when the sources gave none: LLVM's name for the core, or the platform's."""
+    return (f"{llvm_cpu} ({arch})" if llvm_cpu not in ("", "unknown", "generic")
+            else _cpu_name_fallback() if not emulated else f"generic {arch} CPU")
+
+
+def _numba_threads() -> int:
+    """numba's thread count (1 when its config cannot say)."""
+    import numba
+    try:
+        return int(numba.config.NUMBA_NUM_THREADS)
+    except Exception:  # pragma: no cover
+        return 1
 
 
 def info(refresh: bool = False) -> HardwareInfo:
@@ -417,88 +375,3 @@ def has(feature: str) -> bool:
 def summary() -> str:
     """One-line hardware summary for benchmark reports."""
     return info().summary()
-
-
-# --------------------------------------------------------------------------- native vector width
-
-_X86 = isa.X86
-
-
-def native_vector_bits(*, preferred: bool = False) -> int:
-    """Width in bits of the widest SIMD registers numba compiles for on this machine.
-
-    512 with AVX-512 (``avx512f``), 256 with AVX or AVX2, 128 otherwise on x86-64 (SSE2 is the
-    baseline) and on ARM (NEON; numba's code for fixed-length vectors is NEON even on SVE
-    hardware), 128 on any other architecture.  The CPU is the one numba compiles for
-    (:func:`labkit.target.target`): the host, or ``NUMBA_CPU_NAME`` /
-    ``NUMBA_CPU_FEATURES`` — ``NUMBA_CPU_NAME=haswell`` says 256 on an AVX-512 host.  ``LABKIT_NATIVE_BITS=128`` (or 256, 512…)
-    overrides the answer, e.g. for tests that simulate a 128-bit host.
-
-    This is the *register* width.  LLVM's tuning for Intel AVX-512 server parts (skylake-avx512 …
-    sapphirerapids, emeraldrapids) prefers 256-bit vectors, so numba's auto-vectorised loops there
-    use ymm registers on a host where this says 512.  ``preferred=True`` answers the question a
-    vector-width check needs — how wide numba's loop vectoriser makes a plain loop here — by
-    compiling a tiny float32 loop with numba once (never wider than the register width; with
-    ``LABKIT_NATIVE_BITS`` set, that value).
-
-    >>> hardware.native_vector_bits(), hardware.native_vector_bits(preferred=True)  # doctest: +SKIP
-    (512, 256)
-    """
-    env = os.environ.get("LABKIT_NATIVE_BITS", "").strip()
-    if env:
-        try:
-            bits = int(env)
-        except ValueError:
-            bits = 0
-        if bits < 64 or bits % 64 or bits > 2048:
-            raise ValueError(f"LABKIT_NATIVE_BITS must be a vector width in bits such as 128, 256 "
-                             f"or 512, got {env!r}")
-        return bits
-    if preferred:
-        return min(_auto_vector_bits(), native_vector_bits())
-    machine = platform.machine().lower()
-    if machine in _X86:
-        from labkit.target import target   # the CPU numba compiles for: the host or NUMBA_CPU_NAME/…
-        return target().vector_bits
-    return 128  # NEON (AArch64), and the narrowest common SIMD elsewhere
-
-
-@functools.lru_cache(maxsize=1)
-def _auto_vector_bits() -> int:
-    """Widest vector register in numba's code for ``out[i] = a[i] + b[i]`` over float32 arrays."""
-    import numba
-
-    def add(a, b, out):
-        for i in range(a.shape[0]):
-            out[i] = a[i] + b[i]
-
-    arr = numba.float32[::1]
-    fn = numba.njit((arr, arr, arr), cache=False)(add)
-    text = fn.inspect_asm(fn.signatures[0])
-    if re.search(r"%zmm\d", text):
-        return 512
-    if re.search(r"%ymm\d", text):
-        return 256
-    return 128  # xmm, NEON v-registers (SVE's scalable z-registers count as their 128-bit minimum)
-
-
-def native_lanes(dtype, *, preferred: bool = False) -> int:
-    """How many elements of ``dtype`` fit in one native vector register:
-    ``native_vector_bits() // (8 * itemsize)`` — e.g. 32 int16 lanes with AVX-512, 16 with AVX2,
-    8 with SSE2 or NEON.  ``dtype`` is anything ``numpy.dtype`` accepts (``np.int16``, ``"float64"``)
-    or a numba scalar type (``numba.int16``).  ``preferred=True``: lanes of the vectors numba's loop
-    vectoriser really uses here (see :func:`native_vector_bits`).
-    """
-    import numpy as np
-
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        try:
-            dt = np.dtype(str(dtype))
-        except TypeError:
-            raise TypeError(f"dtype must be a numpy dtype or scalar type such as np.int16 or "
-                            f"'float64', got {dtype!r}") from None
-    if dt.itemsize == 0 or dt.kind in "OUSV":
-        raise TypeError(f"dtype must be a numeric scalar type such as np.int16, got {dt}")
-    return max(1, native_vector_bits(preferred=preferred) // (8 * dt.itemsize))

@@ -14,6 +14,7 @@ _OPAQUE = {"?": 1}
 
 
 def _lin_add(a: dict, b: dict, k: int = 1) -> dict:
+    """``a + k·b`` of two linear forms (opaque when either is)."""
     out = dict(a)
     for o, c in b.items():
         if o == "?":
@@ -24,10 +25,12 @@ def _lin_add(a: dict, b: dict, k: int = 1) -> dict:
 
 
 def _lin_scale(a: dict, k: int) -> dict:
+    """``k·a`` of a linear form (opaque stays opaque)."""
     return {o: (1 if o == "?" else c * k) for o, c in a.items() if o == "?" or c * k}
 
 
 def _imm(tok: str) -> int | None:
+    """An immediate operand's value (``$8``, ``#16``, ``0x10``), or None."""
     try:
         return int(tok.strip().lstrip("#$"), 0)
     except ValueError:
@@ -35,6 +38,7 @@ def _imm(tok: str) -> int | None:
 
 
 def _split_operands(s: str) -> list[str]:
+    """An instruction's operands, split at the commas outside brackets."""
     out, depth, cur = [], 0, ""
     for ch in s:
         depth += ch in "([{"
@@ -77,6 +81,7 @@ _X86_NOWRITE = re.compile(r"(cmp|test|bt|ucomis|comis|vucomis|vcomis|ptest|vptes
 
 
 def _x86_addr(op: str, val) -> dict | None:
+    """The linear form of an AT&T memory operand's address; None for a gather or a segment."""
     m = _X86_MEM.search(op)
     if not m or ":" in op.split("(")[0]:
         return None
@@ -92,6 +97,8 @@ def _x86_addr(op: str, val) -> dict | None:
 
 
 def _x86_step(mnem: str, ops: list[str], st: dict, mems: list, weak: list) -> None:
+    """Advance the registers ``st`` over one x86-64 instruction, recording the addresses it
+    reads or writes in ``mems`` and those ``lea`` computes from a base and an index in ``weak``."""
     m = mnem.lower()
     val = lambda r: dict(st.get(r, {r: 1}))          # noqa: E731
     base = re.sub(r"[qlwb]$", "", m) if re.fullmatch(r"(add|sub|inc|dec|lea|mov|shl|sal|neg|"
