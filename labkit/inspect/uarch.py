@@ -11,6 +11,10 @@ cycles per element beside it in one computed sentence.
 OSACA models a steady state with every load in L1 and a perfect front end: a measured loop far
 above its bound is waiting on memory (or the front end, or a slower clock), which the sentence
 says.
+
+This module runs OSACA and words its answer; which core model stands for a CPU is
+:mod:`.uarch_models`'s, and the elements per iteration are :mod:`.uarch_elements`'s (reading the
+registers through :mod:`.uarch_steps`).
 """
 from __future__ import annotations
 
