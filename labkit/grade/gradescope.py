@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "build":
             labs, points, name = list(a.lab), a.points, a.assignment or ""
             if a.course:
-                from .course import load_course
+                from .coursefile import load_course
                 c = load_course(a.course)
                 match = [x for x in c.assignments if x.name == a.assignment]
                 if not match:

@@ -53,7 +53,8 @@ def _text(v) -> str:
 
 
 def _when(v, where: str) -> dt.datetime | None:
-    from .course import UTC, parse_time
+    from .coursemodel import UTC
+    from .coursetime import parse_time
     if v is None or v == "":
         return None
     if isinstance(v, dt.datetime):
@@ -66,7 +67,7 @@ def read_export(folder) -> dict[str, Entry] | None:
     A malformed file is a :class:`~labkit.grade.course.CourseError` naming the entry."""
     import yaml
 
-    from .course import CourseError
+    from .coursemodel import CourseError
     path = Path(folder) / METADATA
     if not path.is_file():
         return None
