@@ -99,72 +99,17 @@ def _assignment(t: Any, i: int, tz, path: Path) -> Assignment:
 
 def load_course(path) -> Course:
     """Read and check a course file (TOML); :class:`CourseError` says what is wrong."""
-    try:
-        import tomllib
-    except ImportError:                      # Python 3.10
-        try:
-            import tomli as tomllib          # type: ignore[no-redef]
-        except ImportError:
-            raise CourseError("reading a course file needs Python ≥ 3.11 (tomllib) or the "
-                              "tomli package (pip install tomli)") from None
     path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise CourseError(f"cannot read the course file {path}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise CourseError(f"{path}: not UTF-8 text ({e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise CourseError(f"{path}: not valid TOML: {e}") from None
+    doc = _read_toml(path)
     _known(doc, {"course", "roster", "students", "submissions", "gradebook", "assignments"},
            path.name)
-    base = path.parent
-    c = _table(doc, "course", path.name)
-    _known(c, {"name", "timezone", "leaderboard_names"}, f"{path.name}: [course]")
-    names_opt = c.get("leaderboard_names", False)
-    if not isinstance(names_opt, bool):
-        raise CourseError(f"{path.name}: [course] leaderboard_names must be true or false (true: "
-                          "the challenges' leaderboard shows the students' names; default false: "
-                          f"anonymised), got {names_opt!r}")
-    tz = _zone(_str(c, "timezone", f"{path.name}: [course]"), f"{path.name}: [course] "
-               "timezone") if c.get("timezone") else None
-    r = _table(doc, "roster", path.name)
-    _known(r, {"file", "format", "folder"}, f"{path.name}: [roster]")
-    folder_key = _str(r, "folder", f"{path.name}: [roster]", "id")
-    if folder_key not in ("id", "login"):
-        raise CourseError(f"{path.name}: [roster] folder must be \"id\" or \"login\" (what a "
-                          f"student's submission folder is named by), got {folder_key!r}")
-    students: list[Student] = []
-    if r.get("file"):
-        students += read_roster_csv(base / _str(r, "file", f"{path.name}: [roster]"),
-                                    _str(r, "format", f"{path.name}: [roster]", "auto"))
-    listed = doc.get("students", [])
-    if not isinstance(listed, list):
-        raise CourseError(f"{path.name}: students must be [[students]] tables")
-    for i, t in enumerate(listed):
-        where = f"{path.name}: [[students]] #{i + 1}"
-        if not isinstance(t, dict):
-            raise CourseError(f"{where} must be a table")
-        _known(t, {"id", "name", "login", "folder"}, where)
-        s = Student(*(_str(t, k, where) for k in ("id", "name", "login", "folder")))
-        if not s.id:
-            raise CourseError(f"{where}: needs an `id`")
-        students.append(s)
-    if not students:
-        raise CourseError(f"{path.name}: no students: add [[students]] or [roster] file = "
-                          "\"roster.csv\" (labkit course import-roster makes the former)")
-    sub = _table(doc, "submissions", path.name)
-    _known(sub, {"dir", "time"}, f"{path.name}: [submissions]")
-    time_source = _str(sub, "time", f"{path.name}: [submissions]", "auto")
-    if time_source not in TIME_SOURCES:
-        raise CourseError(f"{path.name}: [submissions] time must be one of "
-                          f"{', '.join(TIME_SOURCES)}, got {time_source!r}")
+    c, tz, names_opt = _course_table(doc, path.name)
+    folder_key, students = _roster(doc, path)
+    time_source, sub = _submissions_table(doc, path.name)
     g = _table(doc, "gradebook", path.name)
     _known(g, {"id_column", "login_column"}, f"{path.name}: [gradebook]")
-    assignments = doc.get("assignments", [])
-    if not isinstance(assignments, list) or not assignments:
-        raise CourseError(f"{path.name}: no [[assignments]]: each names its labs, e.g. "
-                          "labs = [\"01_alignment\"]")
+    assignments = _assignment_tables(doc, path.name)
+    base = path.parent
     course = Course(
         path=path, name=_str(c, "name", f"{path.name}: [course]"), timezone=tz,
         students=students,
@@ -177,6 +122,98 @@ def load_course(path) -> Course:
         leaderboard_names=names_opt)
     _check_unique(course)
     return course
+
+
+def _read_toml(path: Path) -> dict:
+    """The course file's TOML document (tomllib, or tomli on Python 3.10)."""
+    try:
+        import tomllib
+    except ImportError:                      # Python 3.10
+        try:
+            import tomli as tomllib          # type: ignore[no-redef]
+        except ImportError:
+            raise CourseError("reading a course file needs Python ≥ 3.11 (tomllib) or the "
+                              "tomli package (pip install tomli)") from None
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise CourseError(f"cannot read the course file {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise CourseError(f"{path}: not UTF-8 text ({e})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise CourseError(f"{path}: not valid TOML: {e}") from None
+
+
+def _course_table(doc: dict, name: str) -> tuple[dict, dt.tzinfo | None, bool]:
+    """``[course]``: the table, its time zone (None: none set) and ``leaderboard_names``."""
+    c = _table(doc, "course", name)
+    _known(c, {"name", "timezone", "leaderboard_names"}, f"{name}: [course]")
+    names_opt = c.get("leaderboard_names", False)
+    if not isinstance(names_opt, bool):
+        raise CourseError(f"{name}: [course] leaderboard_names must be true or false (true: "
+                          "the challenges' leaderboard shows the students' names; default false: "
+                          f"anonymised), got {names_opt!r}")
+    tz = _zone(_str(c, "timezone", f"{name}: [course]"), f"{name}: [course] "
+               "timezone") if c.get("timezone") else None
+    return c, tz, names_opt
+
+
+def _roster(doc: dict, path: Path) -> tuple[str, list[Student]]:
+    """``[roster]`` and ``[[students]]``: what names a submission folder, and the students
+    (the roster file's first, then the listed ones)."""
+    r = _table(doc, "roster", path.name)
+    _known(r, {"file", "format", "folder"}, f"{path.name}: [roster]")
+    folder_key = _str(r, "folder", f"{path.name}: [roster]", "id")
+    if folder_key not in ("id", "login"):
+        raise CourseError(f"{path.name}: [roster] folder must be \"id\" or \"login\" (what a "
+                          f"student's submission folder is named by), got {folder_key!r}")
+    students: list[Student] = []
+    if r.get("file"):
+        students += read_roster_csv(path.parent / _str(r, "file", f"{path.name}: [roster]"),
+                                    _str(r, "format", f"{path.name}: [roster]", "auto"))
+    students += _listed_students(doc, path.name)
+    if not students:
+        raise CourseError(f"{path.name}: no students: add [[students]] or [roster] file = "
+                          "\"roster.csv\" (labkit course import-roster makes the former)")
+    return folder_key, students
+
+
+def _listed_students(doc: dict, name: str) -> list[Student]:
+    """The students of the ``[[students]]`` tables."""
+    listed = doc.get("students", [])
+    if not isinstance(listed, list):
+        raise CourseError(f"{name}: students must be [[students]] tables")
+    students = []
+    for i, t in enumerate(listed):
+        where = f"{name}: [[students]] #{i + 1}"
+        if not isinstance(t, dict):
+            raise CourseError(f"{where} must be a table")
+        _known(t, {"id", "name", "login", "folder"}, where)
+        s = Student(*(_str(t, k, where) for k in ("id", "name", "login", "folder")))
+        if not s.id:
+            raise CourseError(f"{where}: needs an `id`")
+        students.append(s)
+    return students
+
+
+def _submissions_table(doc: dict, name: str) -> tuple[str, dict]:
+    """``[submissions]``: where submission times come from, and the table."""
+    sub = _table(doc, "submissions", name)
+    _known(sub, {"dir", "time"}, f"{name}: [submissions]")
+    time_source = _str(sub, "time", f"{name}: [submissions]", "auto")
+    if time_source not in TIME_SOURCES:
+        raise CourseError(f"{name}: [submissions] time must be one of "
+                          f"{', '.join(TIME_SOURCES)}, got {time_source!r}")
+    return time_source, sub
+
+
+def _assignment_tables(doc: dict, name: str) -> list:
+    """The ``[[assignments]]`` tables (at least one), each checked by :func:`_assignment`."""
+    assignments = doc.get("assignments", [])
+    if not isinstance(assignments, list) or not assignments:
+        raise CourseError(f"{name}: no [[assignments]]: each names its labs, e.g. "
+                          "labs = [\"01_alignment\"]")
+    return assignments
 
 
 def _check_unique(course: Course) -> None:
