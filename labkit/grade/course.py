@@ -131,7 +131,7 @@ def write_course(course: Course, book: dict, outdir, results: list[dict] | None 
     ``gradebook-unknown.csv`` (folders of nobody on the roster, not counted),
     ``gradescope/<assignment>/<student id>/results.json`` and, given the ``results``,
     ``handback/<student id>.zip`` (:func:`write_handback`)."""
-    from .gradescope import assignment_results, write_results
+    from .gsresults import assignment_results, write_results
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     ids = [course.id_column] + ([course.login_column] if course.login_column else [])
