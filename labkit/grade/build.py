@@ -126,10 +126,45 @@ def _renamed_function(ex, src: str, check_src: str) -> str | None:
     return fn if name == ex.name and fn.isidentifier() and fn in have else None
 
 
+@dataclasses.dataclass
+class _Notebook:
+    """What finding every exercise's cell shares: the student's cells, their grade_ids and code
+    cells, the canonical notebook's cells and imports, the cells taken, and the flags."""
+
+    cells: list
+    by_gid: dict[str, int]
+    code: list[int]
+    canon_cells: dict
+    canon_imports: str
+    exercise_gids: set
+    flags: dict[str, list[str]]
+    used: set = dataclasses.field(default_factory=set)
+
+    def flag(self, name: str, *notes: str) -> None:
+        """Flag exercise ``name`` (``""``: the notebook) with ``notes``."""
+        self.flags.setdefault(name, []).extend(notes)
+
+
 def read_exercises(canon: Canonical, student_nb) -> tuple[dict[str, FoundCell], dict[str, str],
                                                             dict[str, list[str]]]:
     """``(found, missing, flags)``: the student's exercise cell per exercise name, why an
     exercise has none, and flags per exercise (``""``: the notebook)."""
+    nb = _index(canon, student_nb)
+    found: dict[str, FoundCell] = {}
+    missing: dict[str, str] = {}
+    for ex in canon.exercises:
+        chk = _flag_check_cell(nb, ex)
+        idx, how, why = _locate(nb, ex)
+        if idx is None:
+            missing[ex.name] = why
+            continue
+        nb.used.add(idx)
+        found[ex.name] = _found_cell(nb, ex, idx, how, chk)
+    return found, missing, {k: v for k, v in nb.flags.items() if v}
+
+
+def _index(canon: Canonical, student_nb) -> _Notebook:
+    """The student's notebook indexed (a repeated grade_id flagged: the first cell is used)."""
     cells = list(student_nb.cells)
     flags: dict[str, list[str]] = {"": []}
     by_gid: dict[str, int] = {}
@@ -143,80 +178,92 @@ def read_exercises(canon: Canonical, student_nb) -> tuple[dict[str, FoundCell], 
     canon_cells = {_nbg(c).get("grade_id"): c for c in canon.nb.cells if _nbg(c).get("grade_id")}
     canon_imports = "".join(_imports(c.source) for c in canon.nb.cells
                             if c.cell_type == "code" and not _nbg(c).get("solution"))
-    code = [i for i, c in enumerate(cells) if c.get("cell_type") == "code"]
-    exercise_gids = {e.solution_id for e in canon.exercises if e.solution_id}
-    used: set[int] = set()
-    found: dict[str, FoundCell] = {}
-    missing: dict[str, str] = {}
-    for ex in canon.exercises:
-        # the check cell: edits are ignored (the grader runs its own check) but flagged
-        chk = by_gid.get(f"check-{ex.name}")
-        mine = canon_cells.get(f"check-{ex.name}")
-        if chk is not None and mine is not None:
-            theirs = cells[chk]
-            if _code_lines(theirs.get("source", "")) != _code_lines(mine.source):
-                flags.setdefault(ex.name, []).append(f"check cell check-{ex.name} was edited "
-                                                     "(ignored)")
-            if _nbg(theirs).get("points") != _nbg(mine).get("points"):
-                flags.setdefault(ex.name, []).append(
-                    f"check cell check-{ex.name}: points changed to "
-                    f"{_nbg(theirs).get('points')!r} (ignored)")
-        idx, how = by_gid.get(ex.solution_id or ""), "grade_id"
-        if idx is not None and cells[idx].get("cell_type") != "code":
-            missing[ex.name] = f"cell {ex.solution_id} is no longer a code cell"
-            continue
-        if idx is None and ex.fn_src.isidentifier():
-            # stripped metadata or a renamed grade_id: the cell that defines the function
-            # (a cell that belongs to another exercise by grade_id is not taken)
-            def cells_defining(fn):
-                return [i for i in code if i not in used and fn in defines(cells[i].source)
-                        and _nbg(cells[i]).get("grade_id") not in exercise_gids - {ex.solution_id}
-                        and not _nbg(cells[i]).get("grade")]
-            fn_name = ex.fn_src
-            cand = cells_defining(fn_name)
-            if not cand:      # renamed too: the function the cell calling this check names
-                fn_name = _called_function(cells, code, ex.name) or fn_name
-                cand = cells_defining(fn_name) if fn_name != ex.fn_src else []
-            if cand:
-                idx, how = cand[-1], "function name"
-                gid = _nbg(cells[idx]).get("grade_id")
-                flags.setdefault(ex.name, []).append(
-                    f"exercise cell found by its function {fn_name}() "
-                    + (f"(its grade_id is {gid!r}, not {ex.solution_id!r})" if gid
-                       else "(its cell metadata is missing)") + "; graded")
-        if idx is None:
-            missing[ex.name] = (f"no cell with grade_id {ex.solution_id} and no cell defining "
-                                f"{ex.fn_src}() (deleted or renamed?)")
-            continue
-        used.add(idx)
-        src = cells[idx].get("source", "")
-        others = [cells[i].get("source", "") for i in code if i != idx]
-        imports = canon_imports + "".join(_imports(s) for s in others)
-        if chk is None:       # stripped metadata: the first later cell that calls this check
-            chk = next((i for i in code if i > idx
-                        and f"check.{ex.name}(" in cells[i].get("source", "")), None)
-        # helpers the cell calls, defined in other cells run before the check cell
-        upto = chk if chk is not None and chk > idx else len(cells)
-        helpers = helper_defs([python_source(cells[i].get("source", "")) for i in code
-                               if i != idx and i < upto], python_source(src), imports)
-        hits = _flags_for(src + helpers)
-        if hits:
-            flags.setdefault(ex.name, []).extend(f"{ex.solution_id}: {h}" for h in hits)
-        if helpers:
-            flags.setdefault(ex.name, []).append(
-                "functions from other cells it calls were graded with it: "
-                + ", ".join(sorted(defines(helpers))))
-        earlier = [cells[i].get("source", "") for i in code if i < idx]
-        consts = _constants(earlier, (_reads(src) | _reads(helpers))
-                            - defines(src) - defines(helpers))
-        body = python_source(src)
-        fn = _renamed_function(ex, src, cells[chk].get("source", "") if chk is not None else "")
-        if fn:
-            flags.setdefault(ex.name, []).append(
-                f"graded {fn}(), the function its check cell names (the exercise's name is "
-                f"{ex.fn_src}(), which the cell does not define)")
-        found[ex.name] = FoundCell(source=body.rstrip("\n") + "\n" + helpers if helpers else body,
-                                   imports=imports, constants=consts, index=idx, how=how,
-                                   function=fn)
-    return found, missing, {k: v for k, v in flags.items() if v}
+    return _Notebook(cells=cells, by_gid=by_gid,
+                     code=[i for i, c in enumerate(cells) if c.get("cell_type") == "code"],
+                     canon_cells=canon_cells, canon_imports=canon_imports,
+                     exercise_gids={e.solution_id for e in canon.exercises if e.solution_id},
+                     flags=flags)
 
+
+def _flag_check_cell(nb: _Notebook, ex) -> int | None:
+    """The exercise's check cell by grade_id (None: not found); its edits are ignored (the
+    grader runs its own check) but flagged."""
+    chk = nb.by_gid.get(f"check-{ex.name}")
+    mine = nb.canon_cells.get(f"check-{ex.name}")
+    if chk is not None and mine is not None:
+        theirs = nb.cells[chk]
+        if _code_lines(theirs.get("source", "")) != _code_lines(mine.source):
+            nb.flag(ex.name, f"check cell check-{ex.name} was edited (ignored)")
+        if _nbg(theirs).get("points") != _nbg(mine).get("points"):
+            nb.flag(ex.name, f"check cell check-{ex.name}: points changed to "
+                             f"{_nbg(theirs).get('points')!r} (ignored)")
+    return chk
+
+
+def _locate(nb: _Notebook, ex) -> tuple[int | None, str, str]:
+    """``(index, how, why)``: the exercise cell by grade_id, else by the function it defines;
+    without one, why not."""
+    idx, how = nb.by_gid.get(ex.solution_id or ""), "grade_id"
+    if idx is not None and nb.cells[idx].get("cell_type") != "code":
+        return None, "", f"cell {ex.solution_id} is no longer a code cell"
+    if idx is None and ex.fn_src.isidentifier():
+        idx, how = _by_function(nb, ex), "function name"
+    if idx is None:
+        return None, "", (f"no cell with grade_id {ex.solution_id} and no cell defining "
+                          f"{ex.fn_src}() (deleted or renamed?)")
+    return idx, how, ""
+
+
+def _by_function(nb: _Notebook, ex) -> int | None:
+    """Stripped metadata or a renamed grade_id: the last cell that defines the exercise's
+    function (or, renamed too, the function the cell calling its check names) — flagged. A cell
+    that belongs to another exercise by grade_id is not taken."""
+    def cells_defining(fn):
+        return [i for i in nb.code if i not in nb.used and fn in defines(nb.cells[i].source)
+                and _nbg(nb.cells[i]).get("grade_id") not in nb.exercise_gids - {ex.solution_id}
+                and not _nbg(nb.cells[i]).get("grade")]
+    fn_name = ex.fn_src
+    cand = cells_defining(fn_name)
+    if not cand:      # renamed too: the function the cell calling this check names
+        fn_name = _called_function(nb.cells, nb.code, ex.name) or fn_name
+        cand = cells_defining(fn_name) if fn_name != ex.fn_src else []
+    if not cand:
+        return None
+    idx = cand[-1]
+    gid = _nbg(nb.cells[idx]).get("grade_id")
+    nb.flag(ex.name, f"exercise cell found by its function {fn_name}() "
+            + (f"(its grade_id is {gid!r}, not {ex.solution_id!r})" if gid
+               else "(its cell metadata is missing)") + "; graded")
+    return idx
+
+
+def _found_cell(nb: _Notebook, ex, idx: int, how: str, chk: int | None) -> FoundCell:
+    """The exercise cell at ``idx`` with what its check needs: the notebook's imports, the
+    helpers it calls from other cells, the constants it reads, the function to check."""
+    cells, code = nb.cells, nb.code
+    src = cells[idx].get("source", "")
+    others = [cells[i].get("source", "") for i in code if i != idx]
+    imports = nb.canon_imports + "".join(_imports(s) for s in others)
+    if chk is None:       # stripped metadata: the first later cell that calls this check
+        chk = next((i for i in code if i > idx
+                    and f"check.{ex.name}(" in cells[i].get("source", "")), None)
+    # helpers the cell calls, defined in other cells run before the check cell
+    upto = chk if chk is not None and chk > idx else len(cells)
+    helpers = helper_defs([python_source(cells[i].get("source", "")) for i in code
+                           if i != idx and i < upto], python_source(src), imports)
+    hits = _flags_for(src + helpers)
+    if hits:
+        nb.flag(ex.name, *(f"{ex.solution_id}: {h}" for h in hits))
+    if helpers:
+        nb.flag(ex.name, "functions from other cells it calls were graded with it: "
+                + ", ".join(sorted(defines(helpers))))
+    earlier = [cells[i].get("source", "") for i in code if i < idx]
+    consts = _constants(earlier, (_reads(src) | _reads(helpers))
+                        - defines(src) - defines(helpers))
+    body = python_source(src)
+    fn = _renamed_function(ex, src, cells[chk].get("source", "") if chk is not None else "")
+    if fn:
+        nb.flag(ex.name, f"graded {fn}(), the function its check cell names (the exercise's "
+                f"name is {ex.fn_src}(), which the cell does not define)")
+    return FoundCell(source=body.rstrip("\n") + "\n" + helpers if helpers else body,
+                     imports=imports, constants=consts, index=idx, how=how, function=fn)
