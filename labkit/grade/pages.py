@@ -264,13 +264,26 @@ def leaderboard_html(results: list[dict], names=None) -> str:
 
 def report_html(results: list[dict], names=None) -> str:
     """The class report (``names``: the leaderboard's, as :func:`leaderboard_html`)."""
+    plt = _pyplot()
+    res = counted(results)
+    ex, speed = _stats(results)
+    body = [_intro_section(results, res), _pass_rate_section(plt, ex),
+            _speedup_section(plt, speed), leaderboard_section(results, names),
+            _time_section(plt, res), _students_section(results, res), _review_section(res),
+            _flags_section(results)]
+    return _page("labkit grade — class report", "\n".join(body))
+
+
+def _pyplot():
+    """matplotlib's pyplot, drawing off-screen (Agg) unless a backend is already chosen."""
     import matplotlib
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+    return plt
 
-    res = counted(results)
-    pages = page_names(results)
-    ex, speed = _stats(results)
+
+def _intro_section(results: list[dict], res: list[dict]) -> str:
+    """The heading: how many students and notebooks, when, on which machine and CPUs."""
     body = ["<h1>Class report</h1>",
             f"<p>{len({r['student'] for r in res})} students, {len(res)} notebooks graded "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.</p>"]
@@ -280,7 +293,12 @@ def report_html(results: list[dict], names=None) -> str:
             f"{k} {v}" for k, v in env.items())) + "</p>")
     from .shard import cpu_section         # a class graded on several kinds of CPU
     body.append(cpu_section(results))
-    body.append("<h2>Pass rate per exercise</h2>")
+    return "\n".join(body)
+
+
+def _pass_rate_section(plt, ex: dict) -> str:
+    """Pass rate per exercise: a bar chart and a table."""
+    body = ["<h2>Pass rate per exercise</h2>"]
     if ex:
         fig, ax = plt.subplots(figsize=(7, 0.45 * len(ex) + 1))
         exs = list(ex)
@@ -292,7 +310,12 @@ def report_html(results: list[dict], names=None) -> str:
         body.append("<table><tr><th>exercise</th><th>passed</th><th>graded</th></tr>"
                     + "".join(f"<tr><td>{_e(n)}</td><td>{v[0]}</td><td>{v[1]}</td></tr>"
                               for n, v in ex.items()) + "</table>")
-    body.append("<h2>Measured speedups</h2>")
+    return "\n".join(body)
+
+
+def _speedup_section(plt, speed: dict) -> str:
+    """The measured speedups per check, as box plots."""
+    body = ["<h2>Measured speedups</h2>"]
     if speed:
         fig, ax = plt.subplots(figsize=(7, 3))
         ax.boxplot(list(speed.values()), orientation="horizontal")
@@ -301,8 +324,12 @@ def report_html(results: list[dict], names=None) -> str:
         body.append(_png(fig))
     else:
         body.append("<p>No check measured a speed.</p>")
-    body.append(leaderboard_section(results, names))
-    body.append("<h2>Time per notebook</h2>")
+    return "\n".join(body)
+
+
+def _time_section(plt, res: list[dict]) -> str:
+    """A histogram of the seconds each notebook took to grade."""
+    body = ["<h2>Time per notebook</h2>"]
     times = [float(r.get("duration_s") or 0) for r in res]
     if times:
         fig, ax = plt.subplots(figsize=(7, 2.5))
@@ -310,8 +337,14 @@ def report_html(results: list[dict], names=None) -> str:
         ax.set_xlabel("seconds to grade one notebook")
         ax.set_ylabel("notebooks")
         body.append(_png(fig))
-    body.append("<h2>Students</h2><table><tr><th>student</th><th>notebook</th><th>points</th>"
-                "<th>status</th><th>seconds</th></tr>")
+    return "\n".join(body)
+
+
+def _students_section(results: list[dict], res: list[dict]) -> str:
+    """One row per counted notebook, linked to its student's feedback page."""
+    pages = page_names(results)
+    body = ["<h2>Students</h2><table><tr><th>student</th><th>notebook</th><th>points</th>"
+            "<th>status</th><th>seconds</th></tr>"]
     for r in sorted(res, key=lambda r: (r["student"], r["notebook"])):
         got = sum(float(e["points"]) for e in r["exercises"])
         top = sum(float(e["max_points"]) for e in r["exercises"])
@@ -321,8 +354,12 @@ def report_html(results: list[dict], names=None) -> str:
                     f"{' (cached)' if r.get('cached') else ''}</td>"
                     f"<td>{float(r.get('duration_s') or 0):.1f}</td></tr>")
     body.append("</table>")
-    body.append(_review_section(res))
-    body.append("<h2>Flags</h2>")
+    return "\n".join(body)
+
+
+def _flags_section(results: list[dict]) -> str:
+    """Every flag of every notebook, the set-aside copies' included."""
+    body = ["<h2>Flags</h2>"]
     flags = [(r["student"], r["notebook"], k, f) for r in results
              for k, v in (r.get("flags") or {}).items() for f in v]
     if flags:
@@ -332,7 +369,7 @@ def report_html(results: list[dict], names=None) -> str:
                     + "</table>")
     else:
         body.append("<p>None.</p>")
-    return _page("labkit grade — class report", "\n".join(body))
+    return "\n".join(body)
 
 
 def _review_section(res: list[dict]) -> str:
