@@ -118,6 +118,24 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
     res: dict[str, Any] = {"student": sub.student, "notebook": sub.rel,
                            "canonical": canon.name if canon else None, "status": "graded",
                            "exercises": [], "flags": {}}
+    student_nb, read_error = _open_notebook(sub, canon, settings, read_error, seed_build)
+    if read_error is not None or canon is None:
+        _not_graded(res, canon, read_error)
+    else:
+        try:
+            found, missing, flags = read_exercises(canon, student_nb)
+            res["flags"] = flags
+            res["exercises"] = _run_checks(sub, canon, settings, seed_build, found, missing)
+        except Exception as e:  # noqa: BLE001 - a grader bug must not stop the batch
+            _grader_error(res, canon, e)
+    res["duration_s"] = round(time.monotonic() - t0, 2)
+    return res
+
+
+def _open_notebook(sub: Submission, canon: Canonical | None, settings: GradeSettings,
+                   read_error: str | None, seed_build: str | None) -> tuple[Any, str | None]:
+    """``(notebook, read_error)``: the submission read (the instructor's own notebook when
+    building a seed), or why it cannot be graded (refused, unreadable)."""
     student_nb = None
     if read_error is None and sub.refused:
         read_error = sub.refused
@@ -130,50 +148,56 @@ def grade_notebook(sub: Submission, canon: Canonical | None, settings: GradeSett
             read_error = str(e)
         except Exception as e:  # noqa: BLE001 - whatever the file is, it is one row
             read_error = _unreadable(e)
-    if read_error is not None or canon is None:
-        res["status"] = ("unmatched" if not read_error else REFUSED
-                         if read_error.startswith(REFUSED + ":") else "unreadable")
-        if read_error:
-            res["error"] = _short(read_error)
-        msg = read_error or ("cannot tell which lesson this notebook is: it shares no grade id, "
-                             "exercise function or heading with a solution notebook")
-        res["exercises"] = [{"exercise": "", "points": 0.0,
-                             "max_points": canon.max_points if canon else 0.0,
-                             "verdict": res["status"], "message": _short(msg)}]
-        res["duration_s"] = round(time.monotonic() - t0, 2)
-        return res
-    try:
-        found, missing, flags = read_exercises(canon, student_nb)
-        res["flags"] = flags
-        rows = []
-        deadline = time.monotonic() + settings.notebook_timeout
-        with use_worker(_worker(settings, seed_build)):
-            for ex in canon.exercises:
-                if settings.only and ex.name not in settings.only:
-                    continue
-                if ex.name in missing:
-                    rows.append(_row(ex, "missing", missing[ex.name]))
-                    continue
-                left = deadline - time.monotonic()
-                if left <= 1:
-                    rows.append(_row(ex, TIMED_OUT, "the notebook's checks did not finish "
-                                     f"within {settings.notebook_timeout:g} s; this one never "
-                                     "ran", never_ran=True))
-                    continue
-                t = time.monotonic()
-                derived = _check_seed(settings, sub, ex)
-                r, seed = run_exercise(ex, found[ex.name], min(settings.cell_timeout, left),
-                                       **({} if derived is None else {"seed": derived}))
-                rows.append(_verdict_row(ex, r, seed, time.monotonic() - t))
-        res["exercises"] = rows
-    except Exception as e:  # noqa: BLE001 - a grader bug must not stop the batch
-        res["status"] = "grader error"
-        res["error"] = _short(f"{type(e).__name__}: {e}")
-        done = {r["exercise"] for r in res["exercises"]}
-        res["exercises"] += [_row(ex, "not run", f"grader error: {res['error']}")
-                             for ex in canon.exercises if ex.name not in done]
-    res["duration_s"] = round(time.monotonic() - t0, 2)
-    return res
+    return student_nb, read_error
+
+
+def _not_graded(res: dict, canon: Canonical | None, read_error: str | None) -> None:
+    """Mark ``res`` unmatched, refused or unreadable: one row worth 0 that says why."""
+    res["status"] = ("unmatched" if not read_error else REFUSED
+                     if read_error.startswith(REFUSED + ":") else "unreadable")
+    if read_error:
+        res["error"] = _short(read_error)
+    msg = read_error or ("cannot tell which lesson this notebook is: it shares no grade id, "
+                         "exercise function or heading with a solution notebook")
+    res["exercises"] = [{"exercise": "", "points": 0.0,
+                         "max_points": canon.max_points if canon else 0.0,
+                         "verdict": res["status"], "message": _short(msg)}]
+
+
+def _run_checks(sub: Submission, canon: Canonical, settings: GradeSettings,
+                seed_build: str | None, found: dict, missing: dict[str, str]) -> list[dict]:
+    """One row per exercise: its check run in one worker for the notebook, within the
+    notebook's time (an exercise left without time never ran), or why it has no cell."""
+    rows = []
+    deadline = time.monotonic() + settings.notebook_timeout
+    with use_worker(_worker(settings, seed_build)):
+        for ex in canon.exercises:
+            if settings.only and ex.name not in settings.only:
+                continue
+            if ex.name in missing:
+                rows.append(_row(ex, "missing", missing[ex.name]))
+                continue
+            left = deadline - time.monotonic()
+            if left <= 1:
+                rows.append(_row(ex, TIMED_OUT, "the notebook's checks did not finish "
+                                 f"within {settings.notebook_timeout:g} s; this one never "
+                                 "ran", never_ran=True))
+                continue
+            t = time.monotonic()
+            derived = _check_seed(settings, sub, ex)
+            r, seed = run_exercise(ex, found[ex.name], min(settings.cell_timeout, left),
+                                   **({} if derived is None else {"seed": derived}))
+            rows.append(_verdict_row(ex, r, seed, time.monotonic() - t))
+    return rows
+
+
+def _grader_error(res: dict, canon: Canonical, e: Exception) -> None:
+    """Mark ``res`` a grader error: the exercises not yet graded are not run."""
+    res["status"] = "grader error"
+    res["error"] = _short(f"{type(e).__name__}: {e}")
+    done = {r["exercise"] for r in res["exercises"]}
+    res["exercises"] += [_row(ex, "not run", f"grader error: {res['error']}")
+                         for ex in canon.exercises if ex.name not in done]
 
 
 # ------------------------------------------------------------------ the batch
