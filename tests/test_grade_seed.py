@@ -63,3 +63,23 @@ def test_no_kept_seed_without_the_sandbox_or_a_cache(tmp_path):
     assert seed._kept_seed(tmp_path, canons, GradeSettings(sandbox=False), "d", {}) == (None, False)
     assert seed._kept_seed(None, canons, GradeSettings(sandbox=True), "d", {}) == (None, False)
     assert seed._kept_seed(tmp_path, [], GradeSettings(sandbox=True), "d", {}) == (None, False)
+
+
+def test_the_unsandboxed_worker_sees_the_sandboxed_ones_labkit_variables():
+    """The seed build's worker runs unsandboxed; the workers that load its cache run in the
+    sandbox, which clears the environment: a width or seed set for the grader reaches neither."""
+    from labkit.grade import sandbox
+    env = sandbox.unsandboxed_env({"LABKIT_VECTOR_BITS": "256", "LABKIT_NATIVE_BITS": "128",
+                                   "LABKIT_SEED": "3", "LABKIT_CHECK_DEBUG": "1",
+                                   "NUMBA_CPU_NAME": "haswell", "PYTHONPATH": "/x"})
+    assert not {"LABKIT_VECTOR_BITS", "LABKIT_NATIVE_BITS", "LABKIT_SEED"} & set(env)
+    assert env["LABKIT_GRADING"] == "1" and env["LABKIT_CHECK_DEBUG"] == "1"
+    assert env["NUMBA_CPU_NAME"] == "haswell" and env["PYTHONPATH"].endswith(os.pathsep + "/x")
+
+def test_the_sandboxed_worker_keeps_no_other_labkit_variable(monkeypatch):
+    from labkit.grade import sandbox
+    monkeypatch.setenv("LABKIT_VECTOR_BITS", "256")
+    monkeypatch.setenv("LABKIT_CHECK_DEBUG", "1")
+    sandboxed = {k for k in sandbox.SandboxSpec().env() if k.startswith("LABKIT_")}
+    plain = {k for k in sandbox.unsandboxed_env() if k.startswith("LABKIT_")}
+    assert sandboxed == plain == {"LABKIT_GRADING", "LABKIT_CHECK_DEBUG"}

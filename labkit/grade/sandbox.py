@@ -177,6 +177,21 @@ def probe() -> tuple[bool, str]:
     return True, ""
 
 
+def unsandboxed_env(environ=None) -> dict:
+    """The environment of a worker started without the sandbox (``--no-sandbox``, the seed
+    build): the grader's, with labkit on ``PYTHONPATH`` and none of its ``LABKIT_*`` variables but
+    ``LABKIT_CHECK_DEBUG`` — a sandboxed worker sees none either (:meth:`SandboxSpec.env`), so a
+    ``LABKIT_VECTOR_BITS`` set for the grader cannot build a numba seed at another width than
+    the workers that load it ask for."""
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items()
+           if not k.startswith("LABKIT_") or k == "LABKIT_CHECK_DEBUG"}
+    root = str(_labkit_dir().parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(PYTHONDONTWRITEBYTECODE="1", LABKIT_GRADING="1")
+    return env
+
+
 class SandboxWorker(runner.Worker):
     """labkit's check worker (``labkit.check.runner.Worker``) started inside the sandbox, with
     the extra exercise modules imported before it snapshots labkit (see :mod:`._boot`).
@@ -203,11 +218,7 @@ class SandboxWorker(runner.Worker):
         if self.spec is not None:
             env = {"PATH": "/usr/bin:/bin"}
         else:
-            env = {k: v for k, v in os.environ.items() if not k.startswith("LABKIT_CHECK")}
-            root = str(_labkit_dir().parent)
-            env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"]
-                                        if env.get("PYTHONPATH") else "")
-            env.update(PYTHONDONTWRITEBYTECODE="1", LABKIT_GRADING="1")
+            env = unsandboxed_env()
             if self.numba_seed:
                 import tempfile
                 self._own_cache = tempfile.mkdtemp(prefix="labkit-grade-numba-")
