@@ -8,52 +8,34 @@ and its interval the distribution-free interval of the median (order statistics,
 The clock is the process's CPU time (``time.process_time``: time the scheduler gives another
 process on a loaded machine does not count), bound when this module is imported — before any
 student code runs in the worker.
+
+:func:`speed_gate` is a pipeline of named steps: the student's numba function and its guard,
+the reference's result bound, the first (traced) call, the rounds until the interval decides,
+the rounds beside labkit's answer, then the verdict (:mod:`labkit.check.verdicts`). The ratios'
+statistics and words are :mod:`labkit.check.ratios`'; whether a timed result agrees with the
+first call's and the reference's is :mod:`labkit.check.agree`'s.
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
 from time import perf_counter as _wall
 from time import process_time as _clock
 from typing import Callable
 
-from .framework import current, note, speed_enforced
+import numpy as np
+
+from .framework import current, speed_enforced
 from .guard import Guard, unwrap
 from .result import CheckFailure
 from . import inputs as _inputs
-from labkit._common import mismatch as _mismatch
+# re-exported: checks, the challenge and the tests read these from here
+from .agree import REFERENCE_RTOL, _close, _same  # noqa: F401
+from .ratios import (Measurement, _against_target, _at, _clears, _describe,  # noqa: F401
+                     _faster, _median, _median_interval, _r2, _same_speed, _verdict, _x)
+from .verdicts import ANSWER_SHARE, _judge, _judge_beside_answer  # noqa: F401
 
 __all__ = ["speed_gate", "measure_ratio", "measure_anchored", "Measurement"]
 
-_sorted = sorted
 _min = min
-
-
-class Measurement:
-    def __init__(self, ratios: list[float]):
-        self.ratios = _sorted(ratios)
-        self.ratio = _median(self.ratios)
-        self.low, self.high = _median_interval(self.ratios)
-
-    def __repr__(self):
-        return f"ratio {self.ratio:.2f} [{self.low:.2f}, {self.high:.2f}] over {len(self.ratios)}"
-
-
-def _median(xs: list[float]) -> float:
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
-
-
-def _median_interval(xs: list[float], z: float = 1.645) -> tuple[float, float]:
-    """Order-statistic interval of the median (≈ 90 % for z = 1.645), sorted ``xs``."""
-    n = len(xs)
-    if n < 3:
-        return xs[0], xs[-1]
-    half = z * math.sqrt(n) / 2
-    lo = max(0, int(math.floor(n / 2 - half)))
-    hi = min(n - 1, int(math.ceil(n / 2 + half)) - 1)
-    return xs[lo], xs[hi]
 
 
 def _time(fn, args, loops: int) -> float:
@@ -163,62 +145,6 @@ class _Student:
                                             f"first call on the same inputs: {msg}")
 
 
-def _same(got, exp, name: str) -> str | None:
-    """``None`` when a timed call's result equals the first call's (to rounding: a parallel
-    reduction may add in another order), else the difference."""
-    if exp is None or got is None:
-        return None if got is exp else f"{name} is {got!r}, the first call gave {exp!r}"
-    if isinstance(exp, tuple):
-        if not isinstance(got, tuple) or len(got) != len(exp):
-            return f"{name} is a {type(got).__name__}, the first call gave a tuple"
-        for k, (g, e) in enumerate(zip(got, exp)):
-            msg = _same(g, e, f"{name}[{k}]")
-            if msg:
-                return msg
-        return None
-    if isinstance(got, np.ndarray) and isinstance(exp, np.ndarray) and \
-            got.shape == exp.shape and got.dtype == exp.dtype and \
-            np.array_equal(got, exp, equal_nan=exp.dtype.kind in "fc"):
-        return None                 # the usual case, fast: the same values again
-    try:
-        e = np.asarray(exp)
-        scale = float(np.max(np.abs(e))) if e.size and e.dtype.kind in "fc" else 1.0
-        if not np.isfinite(scale):
-            scale = 1.0
-        return _mismatch(got, exp, name=name, rtol=1e-9, atol=1e-12 * scale)
-    except Exception:  # noqa: BLE001 - an object numpy cannot compare
-        return None if got == exp else f"{name} differs from the first call's"
-
-
-#: A timed result must match the reference's on the same inputs to this relative tolerance (and
-#: ``REFERENCE_RTOL × max(1, largest |value|)`` absolute): another summation order passes, a
-#: result computed differently on the timing input (skipped rows, a constant) does not.
-REFERENCE_RTOL = 1e-6
-
-
-def _close(got, exp, name: str) -> str | None:
-    """``None`` when ``got`` matches the reference's ``exp`` to :data:`REFERENCE_RTOL`."""
-    if isinstance(exp, tuple):
-        if not isinstance(got, tuple) or len(got) != len(exp):
-            return f"{name} is a {type(got).__name__}, the reference returns a tuple of {len(exp)}"
-        for k, (g, e) in enumerate(zip(got, exp)):
-            msg = _close(g, e, f"{name}[{k}]")
-            if msg:
-                return msg
-        return None
-    try:
-        e = np.asarray(exp)
-        if e.dtype == object:
-            return None         # not an array the reference can be compared as
-        scale = float(np.max(np.abs(e))) if e.size and e.dtype.kind in "fc" else 1.0
-        if not np.isfinite(scale):
-            scale = 1.0
-        return _mismatch(got, exp, name=name, rtol=REFERENCE_RTOL,
-                         atol=REFERENCE_RTOL * max(1.0, scale))
-    except Exception:  # noqa: BLE001 - an object numpy cannot compare: the check's cases judge it
-        return None
-
-
 def _loops_for(fn, args, min_time: float) -> int:
     if not isinstance(fn, _Student):
         fn(*args)                   # compile / warm caches (the student's first call was made)
@@ -306,93 +232,6 @@ def measure_anchored(student: "_Student", answer: Callable, start: Callable, aar
     return out
 
 
-#: When labkit's own answer misses a gate's target in the same rounds as the student (a loaded
-#: or throttled machine, another CPU), the student passes at this share of the answer's speed.
-ANSWER_SHARE = 0.85
-
-
-def _r2(x: float) -> float:
-    """``x`` as the messages print it (two decimals): words are chosen from printed numbers."""
-    return float(f"{x:.2f}")
-
-
-def _x(r: float) -> str:
-    """A speed ratio as printed: two decimals ('0.96×', '1.30×'), whole numbers from 100×."""
-    return f"{r:.0f}×" if r >= 100 else f"{r:.2f}×"
-
-
-def _clears(x: float, need: float) -> bool:
-    """``x ≥ need``, a ratio exactly at the target (to floating-point rounding) included."""
-    return x >= need * (1 - 1e-9)
-
-
-def _at(x: float, need: float) -> str:
-    """``x`` to two decimals — to three or four when two would print it on the other side of
-    ``need`` (1.197 beside a 1.2× target reads 1.197, not 1.20)."""
-    for d in (2, 3, 4):
-        txt = f"{x:.{d}f}"
-        if _clears(float(txt), need) == _clears(x, need):
-            return txt
-    return txt
-
-
-def _same_speed(ratio: float) -> bool:
-    """A ratio whose printed value (0.95× … 1.04×) rounds to 1.0×: no direction word fits it."""
-    return 0.95 <= _r2(ratio) < 1.05
-
-
-def _faster(ratio: float, low: float) -> bool:
-    """Faster than the baseline in the messages' words: a ratio not reading 1.0× whose
-    interval's low end (as printed) is above 1×."""
-    return ratio > 1 and not _same_speed(ratio) and _r2(low) > 1
-
-
-def _verdict(ratio: float, need: float, low: float | None = None,
-             high: float | None = None) -> str:
-    """The verdict of a student below ``need``, from its ratio and interval (default: the
-    ratio alone): ``slower`` only when the whole interval is below 1× and the ratio does not
-    read 1.0×; ``no change`` when it is not told apart from the baseline (it reads 1.0×, or its
-    interval reaches 1× with a ratio under 1.1×) and the target asks for a gain; else
-    ``not fast enough``."""
-    low = ratio if low is None else low
-    high = ratio if high is None else high
-    same = _same_speed(ratio)
-    if _r2(high) < 1 and not same:
-        return "slower"
-    if need > 1.1 and (same or (_r2(low) <= 1 <= _r2(high) and ratio < 1.1)):
-        return "no change"
-    return "not fast enough"
-
-
-def _describe(ratio: float, vs: str, low: float | None = None, high: float | None = None) -> str:
-    """The student's speed beside ``vs`` in words that agree with the numbers printed: "faster"
-    only for a ratio above 1.0× whose interval (``low``–``high``, default the ratio) lies above
-    1×, "slower" only for one below 1.0× whose interval lies below 1× (the ratio shown, < 1); a
-    ratio reading 1.0× is "the same speed"; otherwise the ratio and that these rounds do not
-    tell the two apart."""
-    low = ratio if low is None else low
-    high = ratio if high is None else high
-    if _same_speed(ratio):
-        return f"the same speed as {vs} ({_x(ratio)})"
-    if _faster(ratio, low):
-        return f"{_x(ratio)} faster than {vs}"
-    if ratio < 1 and _r2(high) < 1:
-        return f"slower than {vs}: {_x(ratio)} its speed"
-    return f"{_x(ratio)} the speed of {vs}, not told apart from it"
-
-
-def _against_target(text: str, m: Measurement, need: float, rounds: str) -> str:
-    """``text`` and where the interval lies beside ``need`` — never "below" for a median above
-    it: 'below the target' only when the interval's high end is; a median above the target
-    whose interval reaches below it says so."""
-    iv = f"[{_at(m.low, need)}, {_at(m.high, need)}]× over {rounds}"
-    if not _clears(m.high, need):
-        return f"{text} (interval {iv}), below the {need:g}× target"
-    if _clears(m.ratio, need):
-        return f"{text} as a median, but its interval {iv} reaches below the {need:g}× target"
-    return f"{text}: its interval {iv} straddles the {need:g}× target"
-
-
 def speed_gate(student: Callable, reference: Callable, args, *, need: float,
                vs: str = "labkit's kernel", repeat: int = 9, min_time: float = 0.01,
                student_args=None, max_rounds: int = 35, answer: Callable | None = None,
@@ -425,124 +264,129 @@ def speed_gate(student: Callable, reference: Callable, args, *, need: float,
     them is bound before the student's first call, and that first call (so every timed call)
     must match it (:data:`REFERENCE_RTOL`): a kernel that computes something else on the
     timing input is ``wrong``, not fast."""
+    guard, raw = _compiled_student(student)
+    sargs = args if student_args is None else student_args
+    _warm_guard(guard, sargs)
+    outputs = _outputs_of(guard, outputs)
+    t0 = _wall()
+    bound = _bind_reference(reference, args, outputs, bind=student_args is None)
+    enforce = speed_enforced()
+    rounds = max(3, int(repeat)) if enforce else 3
+    timed = _guarded(guard, _Student, raw, sargs, outputs,                  # first call: traced
+                     _inputs.arg_names(raw, len(sargs)), bound, vs)
+    run = _Rounds(guard, timed, reference, args, sargs, min_time)
+    m, loops = run.until_decided(need, rounds, max_rounds, enforce)
+    beside = None
+    if enforce and answer is not None and not _clears(m.low, need):
+        aargs = sargs if answer_args is None else answer_args
+        m, beside = run.beside(m, loops, answer, aargs, need, rounds)
+    _record(m, need, beside, t0)
+    if beside is not None:
+        return _judge_beside_answer(m, need, vs, *beside)
+    return _judge(m, need, vs, enforce)
+
+
+def _compiled_student(student) -> tuple[Guard | None, Callable]:
+    """(the guard or None, the student's own function); ``technique missing`` for plain Python
+    run in a child process (its time would be the pipe's)."""
     guard = student if isinstance(student, Guard) else None
     raw = unwrap(student)
     from .proxy import is_proxy
-    if is_proxy(raw):            # plain Python in a child process: its time is the pipe's
+    if is_proxy(raw):
         raise CheckFailure("technique missing",
                            f"{raw.__name__} is not a numba function (no @njit): the check "
                            "times compiled code — decorate it with @njit")
-    sargs = args if student_args is None else student_args
+    return guard, raw
+
+
+def _warm_guard(guard: Guard | None, sargs) -> None:
+    """The guard's snapshot extended to the modules loaded since, and the student's numba
+    typing for ``sargs`` compiled and read with labkit's answers untouched."""
     if guard is not None:
         guard.snapshot.extend()
         guard.precompile(sargs)
+
+
+def _outputs_of(guard: Guard | None, outputs) -> tuple:
+    """The positions of the arrays the student writes: ``outputs``, else the function's own
+    ``outputs`` attribute, else the running exercise's ``outputs=``."""
     if outputs is None:
         outputs = getattr(guard, "outputs", None)
         ctx0 = current()
         if outputs is None and ctx0 is not None and ctx0.exercise is not None:
             outputs = getattr(ctx0.exercise, "outputs", ())
-    outputs = tuple(outputs or ())
-    t0 = _wall()
-    # labkit's kernel compiled before any tracer is installed, on copies of the inputs: its
-    # result (and outputs) bound before the student's first call
+    return tuple(outputs or ())
+
+
+def _bind_reference(reference: Callable, args, outputs: tuple, bind: bool):
+    """labkit's kernel run (so compiled) before any tracer is installed, on copies of the
+    inputs; with ``bind``, its result and outputs — ``(result, {position: array})`` — for the
+    student's first call to match (:meth:`_Student._as_reference`), else None."""
     ref_args = tuple(_inputs.own_copy(a) for a in args)
     ref_result = reference(*ref_args)
-    bound = None
-    if student_args is None:
-        bound = (_inputs.own_copy(ref_result),
-                 {i: ref_args[i] for i in outputs if i < len(ref_args)})
-    enforce = speed_enforced()
-    rounds = max(3, int(repeat)) if enforce else 3
+    if not bind:
+        return None
+    return (_inputs.own_copy(ref_result),
+            {i: ref_args[i] for i in outputs if i < len(ref_args)})
 
-    def guarded(fn, *a, **kw):       # the student's code runs only under the tracer
-        if guard is None:
-            return fn(*a, **kw)
-        with guard.tracing():
-            out = fn(*a, **kw)
-        guard.verify()
-        return out
 
-    names = _inputs.arg_names(raw, len(sargs))
-    timed = guarded(_Student, raw, sargs, outputs, names, bound, vs)   # first call: traced
+def _guarded(guard: Guard | None, fn, *a, **kw):
+    """``fn(*a, **kw)`` with the student's code under the guard's tracing, the guard verified
+    after it."""
+    if guard is None:
+        return fn(*a, **kw)
+    with guard.tracing():
+        out = fn(*a, **kw)
+    guard.verify()
+    return out
 
-    def measure(n, loops=None):
-        return guarded(measure_ratio, timed, reference, args, student_args=sargs, rounds=n,
-                       min_time=min_time, loops=loops)
 
-    m, loops = measure(rounds)
-    all_ratios = list(m.ratios)
-    while enforce and not _clears(m.low, need) and _clears(m.high, need) and \
-            len(all_ratios) < max_rounds:
-        more, _ = measure(min(rounds, max_rounds - len(all_ratios)), loops)
-        all_ratios += more.ratios
-        m = Measurement(all_ratios)
-    beside = None
-    if enforce and answer is not None and not _clears(m.low, need):
-        aargs = sargs if answer_args is None else answer_args
-        loops3 = loops + (_loops_for(answer, aargs, min_time),)
-        ms, ma = guarded(measure_beside, timed, answer, reference, args, sargs, aargs,
-                         max(rounds, 9), loops3)
-        all_ratios += ms.ratios
-        m = Measurement(all_ratios)
+class _Rounds:
+    """The student's timed side beside the reference in interleaved rounds, every measurement
+    under the guard (:func:`_guarded`)."""
+
+    def __init__(self, guard: Guard | None, timed: _Student, reference: Callable, args, sargs,
+                 min_time: float):
+        self.guard, self.timed, self.reference = guard, timed, reference
+        self.args, self.sargs, self.min_time = args, sargs, min_time
+
+    def ratio(self, n: int, loops=None) -> tuple[Measurement, tuple]:
+        """``n`` ABBA rounds against the reference (:func:`measure_ratio`)."""
+        return _guarded(self.guard, measure_ratio, self.timed, self.reference, self.args,
+                        student_args=self.sargs, rounds=n, min_time=self.min_time, loops=loops)
+
+    def until_decided(self, need: float, rounds: int, max_rounds: int,
+                      enforce: bool) -> tuple[Measurement, tuple]:
+        """``rounds`` rounds, then (enforced) more while the interval straddles ``need``, up to
+        ``max_rounds`` in all; (the measurement, the loops per sample)."""
+        m, loops = self.ratio(rounds)
+        while enforce and not _clears(m.low, need) and _clears(m.high, need) and \
+                len(m.ratios) < max_rounds:
+            more, _ = self.ratio(min(rounds, max_rounds - len(m.ratios)), loops)
+            m = Measurement(m.ratios + more.ratios)
+        return m, loops
+
+    def beside(self, m: Measurement, loops: tuple, answer: Callable, aargs, need: float,
+               rounds: int) -> tuple[Measurement, tuple | None]:
+        """The student measured again beside labkit's ``answer`` (:func:`measure_beside`): the
+        measurement of all its rounds, and ``(share of the answer's speed, the answer's
+        measurement)`` when neither the answer nor the student clears ``need`` (else None)."""
+        loops3 = loops + (_loops_for(answer, aargs, self.min_time),)
+        ms, ma = _guarded(self.guard, measure_beside, self.timed, answer, self.reference,
+                          self.args, self.sargs, aargs, max(rounds, 9), loops3)
+        m = Measurement(m.ratios + ms.ratios)
         if not _clears(ma.low, need) and not _clears(m.low, need):   # nor does the answer
-            beside = (ms.ratio / ma.ratio, ma)
-    ratio = m.ratio
+            return m, (ms.ratio / ma.ratio, ma)
+        return m, None
+
+
+def _record(m: Measurement, need: float, beside, t0: float) -> None:
+    """The measurement in the running check's ``details`` (and the answer's, when judged
+    beside it)."""
     ctx = current()
     if ctx is not None:
-        ctx.details.update(speed_ratio=ratio, speed_need=need, speed_low=m.low,
-                           speed_high=m.high, speed_rounds=len(all_ratios),
+        ctx.details.update(speed_ratio=m.ratio, speed_need=need, speed_low=m.low,
+                           speed_high=m.high, speed_rounds=len(m.ratios),
                            speed_seconds=round(_wall() - t0, 3))
         if beside is not None:
             ctx.details.update(speed_answer_ratio=beside[1].ratio, speed_share=beside[0])
-    text = _describe(ratio, vs, m.low, m.high)
-    rounds_said = f"{len(all_ratios)} interleaved rounds"
-    interval = f"[{_at(m.low, need)}, {_at(m.high, need)}]× over {rounds_said}"
-    if beside is not None:
-        share, ma = beside
-        head = _against_target(text, m, need, rounds_said)
-        ans = (f"{_describe(ma.ratio, vs, ma.low, ma.high)}, interval "
-               f"[{ma.low:.2f}, {ma.high:.2f}]×")
-        answer_part = (f"labkit's own answer did not clear it either in the same rounds ({ans}: "
-                       "this machine cannot show the whole effect right now, loaded or "
-                       "throttled)")
-        share_part = f"yours runs at {share:.0%} of the answer's speed"
-        if share < ANSWER_SHARE:
-            raise CheckFailure(_verdict(ratio, need, m.low, m.high),
-                               f"{head} — {answer_part}: {share_part}, need ≥ "
-                               f"{ANSWER_SHARE:.0%} of it")
-        if not _faster(ma.ratio, ma.low):
-            raise CheckFailure("inconclusive",
-                               f"{head} — and labkit's own answer was not faster than {vs} "
-                               f"beyond the noise in the same rounds ({ans}): here it cannot "
-                               "show the technique's effect, so matching it proves nothing; run "
-                               "the check again on a quieter machine")
-        if _faster(ratio, m.low):
-            note(f"{head} — but {answer_part}: {share_part}")
-            return ratio
-        # at the answer's share, but not shown faster than the baseline itself: a verdict
-        # when its interval lies at or below 1× (or reads 1.0×), inconclusive when it straddles
-        if not _r2(m.low) <= 1 < _r2(m.high):
-            raise CheckFailure(_verdict(ratio, need, m.low, m.high),
-                               f"{head} — {answer_part}; {share_part}, but matching the answer "
-                               f"counts only for a kernel faster than {vs} itself, and yours "
-                               "is not")
-        raise CheckFailure("inconclusive",
-                           f"{head} — {answer_part}; {share_part}, but your own interval "
-                           f"reaches 1× {vs}: these rounds do not show yours faster than it, "
-                           "and matching the answer counts only for a kernel that is; run the "
-                           "check again on a quieter machine")
-    if not enforce:
-        if _clears(ratio, need):
-            note(text)
-        else:
-            note(f"{text}, need ≥ {need:g}× — speed reported only (LABKIT_SPEED=report)")
-        return ratio
-    if _clears(m.low, need):
-        note(text)
-        return ratio
-    if not _clears(m.high, need):
-        raise CheckFailure(_verdict(ratio, need, m.low, m.high),
-                           f"{text} (interval {interval}), need ≥ {need:g}×")
-    raise CheckFailure("inconclusive",
-                       f"{text}, interval {interval} straddles the {need:g}× threshold — the "
-                       "machine is too noisy to decide; run the check again")
