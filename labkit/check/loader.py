@@ -7,6 +7,10 @@ statement is dropped and named in the check's message. :func:`collect` finds, fo
 given to ``check.<name>(fn)``, the source of the cell that defined it (IPython keeps cell
 sources in :mod:`linecache`), the import statements of earlier cells (IPython's ``In``), and the
 plain-data globals it reads that the cell does not define (e.g. ``best_tile``).
+
+The text-level helpers (:func:`import_statements`, :func:`describe_dropped`,
+:func:`is_check_call`) are shared with the strict loader (:mod:`labkit.check.strict`), which
+keeps fewer statements and evaluates them without running student code.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import sys
 import textwrap
 import types
 
-__all__ = ["definitions", "imports_only", "helper_defs", "collect"]
+__all__ = ["definitions", "imports_only", "import_statements", "helper_defs", "collect"]
 
 _WRAPPERS = {"njit", "jit", "vectorize", "guvectorize", "stencil", "generated_jit", "cfunc",
              "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -51,11 +55,29 @@ def _safe_value(node) -> bool:
     return False
 
 
-def _is_check_call(node) -> bool:
-    for n in ast.walk(node):
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "check":
-            return True
-    return False
+def is_check_call(node) -> bool:
+    """True when the statement ``node`` uses ``check.<something>`` (the check call itself)."""
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+               and n.value.id == "check" for n in ast.walk(node))
+
+
+def describe_dropped(node, lines: list[str]) -> str:
+    """How a check's message names a dropped statement: ``line N `its first line…``` (from its
+    first decorator; ``lines``: the source's lines)."""
+    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    text = " ".join(lines[start - 1].split()) if start - 1 < len(lines) else ""
+    return f"line {start} `{text[:40]}{'…' * (len(text) > 40)}`"
+
+
+def import_statements(imports: str) -> list[ast.Module]:
+    """Each top-level import statement of ``imports`` (earlier cells' imports) as a module of
+    its own, so that one failing import skips only itself; none when it does not parse."""
+    try:
+        tree = ast.parse(imports or "")
+    except SyntaxError:
+        return []
+    return [ast.Module(body=[n], type_ignores=[]) for n in tree.body
+            if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def definitions(source: str) -> tuple[str, list[str]]:
@@ -77,16 +99,14 @@ def definitions(source: str) -> tuple[str, list[str]]:
             ok = isinstance(node.target, ast.Name) and (node.value is None or _safe_value(node.value))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             ok = True    # a docstring / bare string
-        elif _is_check_call(node):
+        elif is_check_call(node):
             continue     # the check call itself (`check.x(fn)`, `print(check.x(fn))`): not news
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
-        end = node.end_lineno
         if ok:
-            for i in range(start, end):
+            for i in range(start, node.end_lineno):
                 keep[i] = True
         else:
-            text = " ".join(lines[start].split())
-            dropped.append(f"line {start + 1} `{text[:40]}{'…' * (len(text) > 40)}`")
+            dropped.append(describe_dropped(node, lines))
     out = "".join(ln if k else "\n" for ln, k in zip(lines, keep))
     return out, dropped
 

@@ -16,6 +16,10 @@ Class bodies, other decorators, lambdas and every other statement are dropped an
 check's message. The expressions are evaluated here by a small interpreter (:func:`_eval`),
 never by ``exec``, so no ``__getattr__``, ``__index__`` or decorator of the student's runs:
 the namespace holds only library objects, literals and the student's (uncalled) functions.
+
+The worker calls it through :func:`labkit.check.cells._strict`, the strict side of the one cell
+loader; the earlier cells' imports one by one and the names of the dropped statements are
+:mod:`labkit.check.loader`'s, as for the permissive side.
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ import os
 import site
 import sys
 import sysconfig
+
+from .loader import describe_dropped, import_statements, is_check_call
 
 __all__ = ["load", "module_allowed", "Refused"]
 
@@ -342,17 +348,6 @@ def _assign(targets, value, ns: dict) -> None:
             raise Refused("an assignment to an attribute or item")
 
 
-def _is_check_call(node) -> bool:
-    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-               and n.value.id == "check" for n in ast.walk(node))
-
-
-def _describe(node, lines) -> str:
-    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    text = " ".join(lines[start - 1].split()) if start - 1 < len(lines) else ""
-    return f"line {start} `{text[:40]}{'…' * (len(text) > 40)}`"
-
-
 def run_statements(tree: ast.Module, source: str, ns: dict, filename: str,
                    quiet_imports: bool = False) -> list[str]:
     """Execute ``tree``'s top-level statements into ``ns`` as described above; returns the
@@ -377,14 +372,14 @@ def run_statements(tree: ast.Module, source: str, ns: dict, filename: str,
                     _assign([node.target], _eval(node.value, ns), ns)
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
                 continue
-            elif _is_check_call(node):
+            elif is_check_call(node):
                 continue
             else:
                 raise Refused(type(node).__name__)
         except Refused:
             if quiet_imports and isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
-            dropped.append(_describe(node, lines))
+            dropped.append(describe_dropped(node, lines))
     return dropped
 
 
@@ -392,15 +387,9 @@ def load(source: str, ns: dict, filename: str, imports: str = "") -> list[str]:
     """Run ``imports`` (earlier cells' import statements: failures skipped) then ``source``'s
     definitions into ``ns``; ``[descriptions of the dropped statements]``. SyntaxError if
     ``source`` does not parse; an exception of the evaluation (NameError …) propagates."""
-    try:
-        itree = ast.parse(imports or "")
-    except SyntaxError:
-        itree = ast.Module(body=[], type_ignores=[])
-    itree.body = [n for n in itree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    for node in itree.body:
+    for stmt in import_statements(imports):
         try:
-            run_statements(ast.Module(body=[node], type_ignores=[]), imports, ns, "<imports>",
-                           quiet_imports=True)
+            run_statements(stmt, imports, ns, "<imports>", quiet_imports=True)
         except Exception:  # noqa: BLE001 - an earlier cell's import that fails here
             pass
     tree = ast.parse(source)
