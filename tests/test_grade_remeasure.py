@@ -131,16 +131,15 @@ def test_a_cell_that_did_not_load_in_time_runs_alone_after_the_batch(course, mon
     out of time loading the cell (a machine far too busy) is run again alone after the batch —
     even in a batch graded one at a time — and, if it still cannot load, stays 0 with a review
     note instead of a silent error."""
-    from labkit.check.runner import crash_message
+    from labkit.check.runner import _why
     from labkit.grade.report import review_reason
     calls = []
-    stuck = crash_message("load-timeout", 30)
+    stuck = _why("gf_double", 2.0, "load-timeout", 30).to_dict()     # what the worker returns
 
     def fake(ex, cell, timeout):
         calls.append(ex.name)
         if ex.name == "gf_double" and calls.count(ex.name) <= 2:      # both students' first run
-            return {"verdict": "error", "passed": False, "points": 0.0, "message": stuck,
-                    "details": {}}, 7
+            return dict(stuck), 7
         return {"verdict": "passed", "passed": True, "points": ex.points, "message": "ok",
                 "details": {}}, 7
 
@@ -152,9 +151,14 @@ def test_a_cell_that_did_not_load_in_time_runs_alone_after_the_batch(course, mon
                for e in doubles), doubles
     assert all("the first run was timed out" in e["message"] for e in doubles)
     from types import SimpleNamespace
-    row = run._verdict_row(SimpleNamespace(name="gf_double", points=2.0),
-                           {"verdict": "error", "message": stuck}, 7, 30.0)
+    row = run._verdict_row(SimpleNamespace(name="gf_double", points=2.0), dict(stuck), 7, 30.0)
     assert (row["verdict"], row.get("never_ran")) == ("timed out", True)
+    # the wording alone (a student's exception may say anything) decides nothing
+    said = run._verdict_row(SimpleNamespace(name="gf_double", points=2.0),
+                            {"verdict": "error", "message": stuck["message"] + "; did not return "
+                             "within 1 s; crashed the checker"}, 7, 30.0)
+    assert said["verdict"] == "error" and not said.get("never_ran")
+    assert review_reason(said) is None
     assert review_reason(dict(row, remeasured=True)).startswith(
         "timed out: the cell did not load in time, even re-measured alone")
 

@@ -214,6 +214,7 @@ def run_local(ex: Exercise, student, args=(), kwargs=None) -> CheckResult:
     except CheckFailure as e:
         from .executed import explain
         verdict, message = e.verdict, e.message
+        ctx.details.update(e.details)
         if verdict in ("not vectorised", "technique missing"):   # a gate read the code that ran
             message = explain(message)
     except NotImplementedError as e:

@@ -214,9 +214,9 @@ class Proxy:
             self.close()
             if deadline is not None:         # still starting: labkit's time, not the student's
                 self._fail(f"your cell did not load within {STARTUP_S:g} s (the machine is very "
-                           "busy, or an import in the cell hangs)")
+                           "busy, or an import in the cell hangs)", stopped="load-timeout")
             self._fail(f"your function did not return within {self.timeout:g} s (an endless "
-                       "loop?) — the checker was stopped and restarted")
+                       "loop?) — the checker was stopped and restarted", stopped="timeout")
         except Exception:  # noqa: BLE001 - malformed frame: C's data is not trusted
             self.close()
             self._fail("your function sent the checker malformed data — its process was "
@@ -228,15 +228,17 @@ class Proxy:
             self._fail("your function sent the checker malformed data (0 points)")
         return msg
 
-    def _fail(self, message: str):
-        self.failure = CheckFailure("error", message)
+    def _fail(self, message: str, stopped: str | None = None):
+        """End the check with ``error``; ``stopped`` (as :func:`.runner.stopped_kind`) when the
+        child process was stopped or died."""
+        self.failure = CheckFailure("error", message, {"stopped": stopped} if stopped else None)
         raise self.failure
 
     def _died(self):
         from .runner import crash_message
         code = self.child.kill() if self.child is not None else None
         self.child = None
-        self._fail(crash_message(f"crash:{code}", self.timeout))
+        self._fail(crash_message(f"crash:{code}", self.timeout), stopped="crash")
 
     # -- the call
     def __call__(self, *args, **kwargs):

@@ -70,9 +70,10 @@ class CheckResult:
 class CheckFailure(Exception):
     """Raised inside a check body to end it with a given verdict and message."""
 
-    def __init__(self, verdict: str, message: str):
+    def __init__(self, verdict: str, message: str, details: dict | None = None):
         if verdict not in VERDICTS:
             raise ValueError(f"unknown verdict {verdict!r}; use one of {VERDICTS}")
         super().__init__(message)
         self.verdict = verdict
         self.message = message
+        self.details = dict(details or {})   # merged into the result's details

@@ -269,9 +269,20 @@ def crash_message(why: str, timeout: float) -> str:
     return f"labkit's checker could not start ({why.split(':', 1)[-1]}) — a labkit bug?"
 
 
+def stopped_kind(why: str) -> str:
+    """How a checker process was stopped, for the result's ``details["stopped"]`` — what the
+    grader reads, never the message's wording: ``"timeout"`` (the student's function ran out of
+    time), ``"load-timeout"`` (loading the cell did: labkit's time), ``"crash"`` (the process
+    died) or ``"start"`` (it never started)."""
+    if why in ("timeout", "load-timeout"):
+        return why
+    return "crash" if why.startswith("crash:") else "start"
+
+
 def _why(name: str, points: float, why: str, timeout: float) -> CheckResult:
     return CheckResult(name=name, passed=False, points=0.0, max_points=points, verdict="error",
-                       message=crash_message(why, timeout), details={})
+                       message=crash_message(why, timeout),
+                       details={"stopped": stopped_kind(why)})
 
 
 def _points(name: str) -> float:

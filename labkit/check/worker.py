@@ -237,7 +237,8 @@ def _run(name: str, ex, fn, err, verdict: str, px, baseline):
     if px is not None and px.failure is not None and \
             (res.passed or px.failure.message not in res.message):
         res = framework.CheckResult(name, False, 0.0, ex.points,
-                                    px.failure.verdict, px.failure.message, {})
+                                    px.failure.verdict, px.failure.message,
+                                    dict(px.failure.details))
     return res, restart
 
 

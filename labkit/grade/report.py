@@ -21,9 +21,6 @@ __all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "coun
 #: A check's message that says it passed without judging speed (one thread, a machine too busy,
 #: speed only reported): a human looks at that row, as at an ``inconclusive`` one.
 _NOT_JUDGED = re.compile(r"speed (?:was )?not judged|speed reported only", re.IGNORECASE)
-#: the checker ran out of time loading the cell (labkit's time, not the student's function's:
-#: labkit.check.runner.crash_message "load-timeout", labkit.check.proxy's child start-up)
-LOAD_TIMEOUT = re.compile(r"loading your cell did not finish within|your cell did not load within")
 
 
 def counted(results: list[dict]) -> list[dict]:
@@ -43,7 +40,7 @@ def review_reason(e: dict) -> str | None:
     if e.get("verdict") == "inconclusive":
         return ("inconclusive: the check could not decide on this machine"
                 + (", even re-measured alone after the batch" if e.get("remeasured") else ""))
-    if LOAD_TIMEOUT.search(str(e.get("message", ""))):
+    if (e.get("details") or {}).get("stopped") == "load-timeout":   # labkit.check.runner.stopped_kind
         return (f"{e.get('verdict')}: the cell did not load in time"
                 + (", even re-measured alone after the batch" if e.get("remeasured") else "")
                 + " — labkit's time, not the student's function's")

@@ -11,7 +11,6 @@ from typing import Any
 
 from .build import read_exercises
 from .checkcell import run_exercise, use_worker
-from .report import LOAD_TIMEOUT
 from .notebooks import Canonical, ExerciseSpec, Submission, _read_submission, match_canonical
 from .settings import MAX_MESSAGE, REFUSED, GradeSettings, _short
 
@@ -85,19 +84,22 @@ def _verdict_row(ex: ExerciseSpec, r: dict, seed: int, seconds: float) -> dict:
         frac = 1.0 if passed else 0.0
     pts = round(min(max(frac, 0.0), 1.0) * ex.points, 6) if passed else 0.0
     details = json.loads(json.dumps(r.get("details") or {}, default=str))
-    text = json.dumps(details)
-    if len(text) > 4 * MAX_MESSAGE:
-        details = {"truncated": _short(text, 4 * MAX_MESSAGE)}
     verdict = str(r.get("verdict", "error"))
     message = str(r.get("message", ""))
+    # how labkit's worker stopped the checker (labkit.check.runner.stopped_kind), never the wording
+    stopped = details.get("stopped") if verdict == "error" else None
+    text = json.dumps(details)
+    if len(text) > 4 * MAX_MESSAGE:
+        details = {"truncated": _short(text, 4 * MAX_MESSAGE),
+                   **({"stopped": stopped} if stopped else {})}
     extra = {}
-    if verdict == "error" and "did not return within" in message:
+    if stopped == "timeout":
         verdict = TIMED_OUT
-    elif verdict == "error" and LOAD_TIMEOUT.search(message):
+    elif stopped == "load-timeout":
         # the checker's time loading the cell ran out: the student's function never ran, so
         # the check is run again alone after the batch, as one the notebook's time cut off
         verdict, extra = TIMED_OUT, {"never_ran": True}
-    elif verdict == "error" and ("crashed the checker" in message or "ended the checker" in message):
+    elif stopped == "crash":
         verdict = "crashed"
     row = _row(ex, verdict, message, pts, seed=seed, seconds=round(seconds, 2), details=details,
                **extra)
