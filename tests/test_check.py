@@ -8,6 +8,8 @@ from numba import njit
 from labkit import check
 from labkit.check import CheckFailure, CheckResult, exercise, mismatch
 
+from tests.fakes import colsum_honest
+
 
 # ------------------------------------------------------------------ mismatch messages
 def test_mismatch_equal_and_first_five():
@@ -214,16 +216,6 @@ def test_speed_messages_pair_each_direction_word_with_a_ratio_that_fits_it(monke
 
 
 @njit
-def _honest_colsum(a):
-    n, m = a.shape
-    out = np.zeros(m)
-    for i in range(n):
-        for j in range(m):
-            out[j] += a[i, j]
-    return out
-
-
-@njit
 def _naive_colsum(a):                 # a student's copy of colsum_naive: strided, one chain
     n, m = a.shape
     out = np.zeros(m)
@@ -246,7 +238,7 @@ def _plain_dot(x, y):                 # a student's copy of dot_plain: one accum
 def test_vectorized_gate_and_lesson00_checks():
     from labkit import lesson00 as l0
 
-    r = check.colsum(_honest_colsum)
+    r = check.colsum(colsum_honest)
     assert r.passed, str(r)
     assert r.details["vector_bits"] >= check.native_bits()
     r = check.colsum(_naive_colsum)

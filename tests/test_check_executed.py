@@ -10,27 +10,10 @@ from numba import prange as numba_prange
 from labkit import check
 from labkit.check import executed
 
+from tests.fakes import colsum_dead_vector
+
 
 # ------------------------------------------------------------------ lesson 00: colsum
-@njit
-def colsum_dead_vector(a):
-    """The vector (row-wise) loop runs only for a negative entry (the inputs are in [0, 1)); the
-    column-wise scalar sum (one float chain per column, in numpy's order) is what runs."""
-    n, m = a.shape
-    out = np.zeros(m)
-    if a.size and a[0, 0] < -1.0:
-        for i in range(n):
-            for j in range(m):
-                out[j] += a[i, j]
-        return out
-    for j in range(m):
-        s = 0.0
-        for i in range(n):
-            s += a[i, j]
-        out[j] = s
-    return out
-
-
 @njit
 def colsum_vector_helper(a, out):
     for i in range(a.shape[0]):

@@ -15,6 +15,8 @@ from numba import njit
 from labkit import check
 from labkit.check import inputs
 
+from tests.fakes import colsum_honest
+
 
 # ------------------------------------------------------------------ the copies
 def test_own_copy_keeps_dtype_shape_layout_and_readonly():
@@ -52,16 +54,6 @@ def test_changed_input_names_the_argument_and_ignores_outputs():
 
 
 # ------------------------------------------------- references from pristine inputs: lab checks
-@njit
-def colsum_honest(a):
-    n, m = a.shape
-    out = np.zeros(m)
-    for i in range(n):
-        for j in range(m):
-            out[j] += a[i, j]
-    return out
-
-
 @njit
 def colsum_zeroing(a):                     # zeroes its input, returns zeros: numpy of zeros
     a[:, :] = 0.0

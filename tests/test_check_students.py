@@ -12,16 +12,7 @@ from labkit import check
 from labkit.lesson00 import kernels as K
 import labkit.lesson00 as l0
 
-
-# ------------------------------------------------------------------ honest work
-@njit
-def colsum_ok(a):
-    n, m = a.shape
-    out = np.zeros(m)
-    for i in range(n):
-        for j in range(m):
-            out[j] += a[i, j]
-    return out
+from tests.fakes import colsum_honest                      # honest work
 
 
 # ------------------------------------------------------------------ delegation
@@ -47,7 +38,7 @@ def colsum_njit_wrapper(a):                        # in numba code: seen in its 
 
 
 def colsum_py_wrapper(a):                          # plain Python around honest numba code
-    return colsum_ok(a)
+    return colsum_honest(a)
 
 
 def _helper(a):
@@ -69,7 +60,7 @@ def test_delegation_is_caught(student):
 def test_plain_python_wrapper_does_not_skip_the_vector_gate():
     r = check.colsum(colsum_py_wrapper)
     assert r.verdict == "not vectorised" and "not a numba function" in r.message, str(r)
-    assert check.colsum(colsum_ok).passed
+    assert check.colsum(colsum_honest).passed
 
 
 # ------------------------------------------------------------------ result-only shortcuts
@@ -150,13 +141,13 @@ def test_masked_mi_branchy_is_technique_missing():
 def colsum_patches_json(a):
     import json
     json.dumps = lambda *args, **kw: '{"passed": true}'
-    return colsum_ok(a)
+    return colsum_honest(a)
 
 
 def colsum_patches_clock(a):
     import time
     time.perf_counter = lambda: 0.0
-    return colsum_ok(a)
+    return colsum_honest(a)
 
 
 def colsum_patches_numpy(a):
@@ -170,7 +161,7 @@ def colsum_patches_numpy(a):
 def test_forgery_inside_the_function(student, what):
     r = check.colsum(student)
     assert r.verdict == "error" and r.points == 0 and what in r.message, str(r)
-    assert check.colsum(colsum_ok).passed         # the next check gets a clean worker
+    assert check.colsum(colsum_honest).passed         # the next check gets a clean worker
 
 
 _WRONG = '''
@@ -249,7 +240,7 @@ def test_bad_input_one_line_and_next_check_unaffected(monkeypatch):
         r = check.colsum(student)
         assert r.verdict == verdict and needle in r.message and "\n" not in str(r), str(r)
         assert r.points == 0
-        ok = check.colsum(colsum_ok)
+        ok = check.colsum(colsum_honest)
         assert ok.passed, f"after {student.__name__}: {ok}"
     r = check.transpose(transpose_prints)
     assert r.passed and "printed" in r.message and "MB" in r.message in r.message and len(r.message) < 700, str(r)

@@ -6,6 +6,7 @@ student keeps full marks."""
 from __future__ import annotations
 
 import csv
+import inspect
 import shutil
 import subprocess
 import sys
@@ -15,24 +16,13 @@ import nbformat
 import pytest
 from test_grade import require_sandbox
 
+from tests.fakes import colsum_dead_vector
+
 ROOT = Path(__file__).resolve().parent.parent
 
-DEAD_BRANCH = '''@njit
-def colsum(a):
-    """Column sums of a 2-D float64 array."""
-    n, m = a.shape
-    out = np.zeros(m)
-    if a.size and a[0, 0] < -1.0:            # never: the hidden inputs are in [0, 1)
-        for i in range(n):
-            for j in range(m):
-                out[j] += a[i, j]
-        return out
-    for j in range(m):
-        s = 0.0
-        for i in range(n):
-            s += a[i, j]
-        out[j] = s
-    return out'''
+# the cell text of the student whose colsum hides its vector loop behind a branch never taken
+DEAD_BRANCH = inspect.getsource(colsum_dead_vector.py_func).replace(
+    "def colsum_dead_vector(", "def colsum(").rstrip("\n")
 
 COMPARATOR = '''def colsum(a):
     """Column sums of a 2-D float64 array."""
