@@ -20,6 +20,8 @@ import pytest
 from labkit import hardware
 from labkit import inspect as li
 
+from test_inspect import add as _add, fsum_fast as _fsum   # an elementwise add, a fastmath sum
+
 ROOT = Path(__file__).resolve().parent.parent
 ARM = platform.machine().lower() in ("aarch64", "arm64")
 # numba compiles SVE code only when told to (NUMBA_CPU_FEATURES is used verbatim)
@@ -63,20 +65,6 @@ def test_doctor_smoke_runs_a_parallel_kernel(capsys):
 
 
 # ------------------------------------------------------------------ numba's vectors here
-
-@numba.njit
-def _add(a, b, out):
-    for i in range(a.shape[0]):
-        out[i] = a[i] + b[i]
-
-
-@numba.njit(fastmath=True)
-def _fsum(a):
-    s = 0.0
-    for i in range(a.shape[0]):
-        s += a[i]
-    return s
-
 
 @numba.njit
 def _imax16(a, b, out):

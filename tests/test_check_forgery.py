@@ -29,6 +29,8 @@ def _indent(text: str, n: int) -> str:
 _KERNEL = ("    n, m = a.shape\n    out = np.zeros(m)\n    for i in range(n):\n"
            "        for j in range(m):\n            out[j] += a[i, j]\n    return out\n")
 
+_FORGE = "def forge():\n" + _indent(_WRITE, 4)      # a function that writes a forged frame
+
 HONEST_NJIT = "import numpy as np\nfrom numba import njit\n\n@njit\ndef colsum(a):\n" + _KERNEL
 
 ATTACKS = {
@@ -43,20 +45,20 @@ ATTACKS = {
         "@deco\n@njit\ndef colsum(a):\n    return np.zeros(a.shape[1])\n",
     "a default value writes a frame":
         "import numpy as np\nfrom numba import njit\n"
-        "def forge():\n" + _indent(_WRITE, 4) + "    return 0\n"
+        + _FORGE + "    return 0\n"
         "@njit\ndef colsum(a, _x=forge()):\n    return np.zeros(a.shape[1])\n",
     "an annotation writes a frame":
         "import numpy as np\nfrom numba import njit\n"
-        "def forge():\n" + _indent(_WRITE, 4) + "    return int\n"
+        + _FORGE + "    return int\n"
         "@njit\ndef colsum(a: forge()):\n    return np.zeros(a.shape[1])\n",
     "objmode inside @njit":
         "import numpy as np\nfrom numba import njit, objmode\n"
-        "def forge():\n" + _indent(_WRITE, 4) + "\n"
+        + _FORGE + "\n"
         "@njit\ndef colsum(a):\n    with objmode():\n        forge()\n"
         "    return np.zeros(a.shape[1])\n",
     "objmode in a helper @njit calls":
         "import numpy as np\nimport numba\n"
-        "def forge():\n" + _indent(_WRITE, 4) + "\n"
+        + _FORGE + "\n"
         "@numba.njit\ndef helper():\n    with numba.objmode():\n        forge()\n    return 0\n"
         "@numba.njit\ndef colsum(a):\n    helper()\n    return np.zeros(a.shape[1])\n",
     "a ctypes call inside @njit":
@@ -65,7 +67,7 @@ ATTACKS = {
         "    return np.zeros(a.shape[1])\n",
     "object mode":
         "import numpy as np\nfrom numba import jit\n"
-        "def forge():\n" + _indent(_WRITE, 4) + "\n"
+        + _FORGE + "\n"
         "@jit(forceobj=True)\ndef colsum(a):\n    forge()\n    return a.sum(axis=0)\n",
     "a thread left running writes later":
         "import numpy as np\nimport threading, time\n"

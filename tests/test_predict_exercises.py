@@ -25,6 +25,35 @@ def _rep(name, ports, dependency, elements, model="SPR", unknown=(), critical=0.
                       unknown=list(unknown), instructions=20)
 
 
+def _judged(exercise, student):
+    """(verdict, message) of the exercise's check body run in-process on ``student``."""
+    try:
+        return "passed", exercise.body(student)
+    except CheckFailure as e:
+        return e.verdict, str(e)
+
+
+def _bound(student):
+    """loop_bound's (verdict, message) on ``student``."""
+    return _judged(L.check_loop_bound, student)
+
+
+def _faster(student):
+    """popcount_bound's (verdict, message) on ``student``."""
+    return _judged(E.check_popcount_bound, student)
+
+
+def _in_turn(state, key):
+    """A stand-in measurement: call i gets ``state[key][i]`` (read at the call, as tests change
+    it), the last entry from then on."""
+    calls = iter(range(100))
+
+    def next_value():
+        values = state[key]
+        return values[min(next(calls), len(values) - 1)]
+    return next_value
+
+
 # ---------------------------------------------------------------- lesson 00: loop_bound
 PLAIN = _rep("dot_plain", {"0": 1.0, "5": 1.33}, 16.0, 8, critical=20.0)
 PARTIALS = _rep("dot_partials", {"0": 5.33, "5": 5.34, "2": 2.0}, 2.0, 8, critical=11.0)
@@ -77,22 +106,10 @@ def host(monkeypatch):
             return dict(state["host"])
         return {k: (FOREIGN, None) for k in kernels}
 
-    calls = iter(range(100))
-
-    def rounds(*a, **k):
-        i = next(calls)
-        return _rounds(*state["rounds"][min(i, len(state["rounds"]) - 1)])
-
+    next_rounds = _in_turn(state, "rounds")
     monkeypatch.setattr(L, "bound_reports", reports)
-    monkeypatch.setattr(L, "measured_cycle_rounds", rounds)
+    monkeypatch.setattr(L, "measured_cycle_rounds", lambda *a, **k: _rounds(*next_rounds()))
     return state
-
-
-def _bound(student):
-    try:
-        return "passed", L.check_loop_bound.body(student)
-    except CheckFailure as e:
-        return e.verdict, str(e)
 
 
 def test_loop_bound_right_reading_passes_beside_the_measurement(host):
@@ -248,23 +265,11 @@ def pairs(monkeypatch):
             return (MULA, TABLE) if na.startswith("M") else (TABLE, MULA), ""
         return (MULA, HW_LOW) if na.startswith("M") else (HW_LOW, MULA), ""
 
-    calls = iter(range(100))
-
-    def measured(names, rounds=5):
-        m = state["measured"]
-        return m[min(next(calls), len(m) - 1)]
-
+    next_measured = _in_turn(state, "measured")
     monkeypatch.setattr(K, "MULA_KIND", "avx2-pshufb")
     monkeypatch.setattr(E, "_pop_pair", pair)
-    monkeypatch.setattr(E, "measured_seconds_per_word", measured)
+    monkeypatch.setattr(E, "measured_seconds_per_word", lambda names, rounds=5: next_measured())
     return state
-
-
-def _faster(student):
-    try:
-        return "passed", E.check_popcount_bound.body(student)
-    except CheckFailure as e:
-        return e.verdict, str(e)
 
 
 def test_popcount_bound_right_passes_and_says_the_host_is_a_lower_bound(pairs):
