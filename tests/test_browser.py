@@ -17,6 +17,7 @@ to test-artifacts/browser/.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import re
@@ -537,6 +538,32 @@ class _Phases:
         self.t = now
 
 
+@contextlib.contextmanager
+def _notebook_page(browser_context, lab, shot: str):
+    """A new page for one notebook: a screenshot if the test raises in it; closed, and the
+    kernels shut down, after."""
+    page = browser_context.new_page()
+    try:
+        yield page
+    except Exception:
+        _shot(page, f"{shot}-FAILED")
+        raise
+    finally:
+        page.close()
+        lab.shutdown_kernels()
+
+
+def _open_and_run_all(page, lab, path: str, shot: str):
+    """Open the notebook, wait for its kernel, Run All: the phase timer (for the phases after)
+    and the error outputs Run All left."""
+    t = _Phases(shot)
+    _open(page, lab, path, shot, t)
+    t.mark("kernel idle")
+    state = _run_all(page, lab, path, shot)
+    t.mark("run all")
+    return t, _error_report(state)
+
+
 # ------------------------------------------------------------------ the tests
 # the default tier drives lesson 00's student copy in JupyterLab (what a student opens first);
 # every solution, lesson 00's included, is executed once by nbval there, and in the browser only
@@ -548,14 +575,8 @@ def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
     """Run All on a solution notebook: no errors, checks pass, a tuner slider re-runs."""
     path = f"solutions/{name}"
     shot = Path(name).stem
-    page = browser_context.new_page()
-    try:
-        t = _Phases(shot)
-        _open(page, lab, path, shot, t)
-        t.mark("kernel idle")
-        state = _run_all(page, lab, path, shot)
-        t.mark("run all")
-        errors = _error_report(state)
+    with _notebook_page(browser_context, lab, shot) as page:
+        t, errors = _open_and_run_all(page, lab, path, shot)
         if errors:
             _scroll_to(page, _TRACEBACK)
             png = _shot(page, f"{shot}-FAILED")
@@ -573,12 +594,6 @@ def test_solution_notebook_runs_in_jupyterlab(name, lab, browser_context):
         _move_slider_and_wait(page, shot)
         t.mark("slider → re-run")
         _shot(page, shot)
-    except Exception:
-        _shot(page, f"{shot}-FAILED")
-        raise
-    finally:
-        page.close()
-        lab.shutdown_kernels()
 
 
 def _stub_hints(path: Path) -> list[str]:
@@ -609,14 +624,8 @@ def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
     if not (lab.root / path).exists():
         pytest.skip(f"BROWSER: {path} not generated yet (make notebooks)")
     shot = "student-" + Path(path).stem
-    page = browser_context.new_page()
-    try:
-        t = _Phases(shot)
-        _open(page, lab, path, shot, t)
-        t.mark("kernel idle")
-        state = _run_all(page, lab, path, shot)
-        t.mark("run all")
-        errors = _error_report(state)
+    with _notebook_page(browser_context, lab, shot) as page:
+        _, errors = _open_and_run_all(page, lab, path, shot)
         _scroll_to(page, _TRACEBACK if errors else "div.labkit-check")
         png = _shot(page, shot)
         assert not errors, (
@@ -639,12 +648,6 @@ def test_student_copy_shows_hints_not_tracebacks(lab, browser_context):
         _wait(page, lambda: (_has_outputs(saved), None), 60, f"{path} to be saved", shot)
         from test_notebooks import _no_answer_before_it_is_earned
         _no_answer_before_it_is_earned(saved, nbformat.read(saved, as_version=4))
-    except Exception:
-        _shot(page, f"{shot}-FAILED")
-        raise
-    finally:
-        page.close()
-        lab.shutdown_kernels()
 
 
 # ------------------------------------------------------------------ the course book (make book)
