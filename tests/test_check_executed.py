@@ -12,6 +12,8 @@ from labkit.check import executed
 
 from tests.fakes import colsum_dead_vector
 
+_IMPORTS = "import numpy as np\nfrom numba import njit\n"     # a cell's imports, for run_source
+
 
 # ------------------------------------------------------------------ lesson 00: colsum
 @njit
@@ -396,9 +398,11 @@ def plogp_mask(p):
     return p * np.log(p + (p == 0.0))
 
 
+# The same student three times, its hot loop calling another helper: the two above (a branch),
+# then the mask (honest). The cell is the helper's definition and the student's, as written.
+_MI_VIA_HELPER = '''
 @njit
-def mi_branchy_helper(counts):
-    """The mask-free ``if p > 0`` in a helper compiled apart: a branch in the hot loop."""
+def my_mi(counts):
     n0 = 0
     n1 = 0
     for c in range(counts.shape[1]):
@@ -410,61 +414,30 @@ def mi_branchy_helper(counts):
     for c in range(counts.shape[1]):
         p0 = counts[0, c] * inv
         p1 = counts[1, c] * inv
-        hxy -= plogp_if(p0) + plogp_if(p1)
-        hx -= plogp_if(p0 + p1)
-    return hx - (plogp_if(n0 * inv) + plogp_if(n1 * inv)) - hxy
+        hxy -= plogp(p0) + plogp(p1)
+        hx -= plogp(p0 + p1)
+    return hx - (plogp(n0 * inv) + plogp(n1 * inv)) - hxy
+'''
 
 
-@njit
-def mi_branchy_large_helper(counts):
-    """The same with a helper too large for LLVM to inline."""
-    n0 = 0
-    n1 = 0
-    for c in range(counts.shape[1]):
-        n0 += counts[0, c]
-        n1 += counts[1, c]
-    inv = 1.0 / (n0 + n1)
-    hxy = 0.0
-    hx = 0.0
-    for c in range(counts.shape[1]):
-        p0 = counts[0, c] * inv
-        p1 = counts[1, c] * inv
-        hxy -= plogp_if_large(p0) + plogp_if_large(p1)
-        hx -= plogp_if_large(p0 + p1)
-    return hx - (plogp_if_large(n0 * inv) + plogp_if_large(n1 * inv)) - hxy
-
-
-@njit
-def mi_masked_helper(counts):
-    """Honest: the mask in a helper compiled apart (numba's own checks aside, no branch)."""
-    n0 = 0
-    n1 = 0
-    for c in range(counts.shape[1]):
-        n0 += counts[0, c]
-        n1 += counts[1, c]
-    inv = 1.0 / (n0 + n1)
-    hxy = 0.0
-    hx = 0.0
-    for c in range(counts.shape[1]):
-        p0 = counts[0, c] * inv
-        p1 = counts[1, c] * inv
-        hxy -= plogp_mask(p0) + plogp_mask(p1)
-        hx -= plogp_mask(p0 + p1)
-    return hx - (plogp_mask(n0 * inv) + plogp_mask(n1 * inv)) - hxy
+def _masked_mi_via(helper):
+    """masked_mi's verdict on the student whose loop calls ``helper`` (defined in its cell)."""
+    import inspect
+    from labkit.epistasis import checks as _ep  # noqa: F401 - registers masked_mi
+    student = _MI_VIA_HELPER.replace("plogp(", f"{helper.__name__}(")
+    cell = inspect.getsource(helper.py_func) + student
+    return check.run_source("masked_mi", cell, _IMPORTS, function="my_mi")
 
 
 def test_masked_mi_branchy_helper_not_inlined_is_technique_missing():
-    from labkit.epistasis import checks as _ep  # noqa: F401 - registers masked_mi
-    for student, helper in ((mi_branchy_helper, "plogp_if"),
-                            (mi_branchy_large_helper, "plogp_if_large")):
-        r = check.masked_mi(student)
-        assert r.verdict == "technique missing" and r.points == 0, (student.__name__, str(r))
-        assert f"in {helper}, called from the loop" in r.message, str(r)
+    for helper in (plogp_if, plogp_if_large):
+        r = _masked_mi_via(helper)
+        assert r.verdict == "technique missing" and r.points == 0, (helper.__name__, str(r))
+        assert f"in {helper.__name__}, called from the loop" in r.message, str(r)
 
 
 def test_masked_mi_mask_in_a_helper_not_inlined_keeps_full_marks():
-    from labkit.epistasis import checks as _ep  # noqa: F401
-    r = check.masked_mi(mi_masked_helper)
+    r = _masked_mi_via(plogp_mask)
     assert r.passed and r.points == r.max_points, str(r)
 
 
@@ -561,7 +534,6 @@ def test_prefix_reuse_message_quotes_the_students_own_count():
 
 
 # ================================================================== mishap messages
-_IMPORTS = "import numpy as np\nfrom numba import njit\n"
 _LOOP = ("@njit\ndef my_colsum(a):\n    out = np.zeros(a.shape[1])\n    for i in range(a.shape[0]):\n"
          "        for j in range(a.shape[1]):\n            out[j] += a[i, j]\n    return out\n")
 
