@@ -1,13 +1,17 @@
-"""Lesson 00's benchmark: the two exercise pairs (loop order, latency chains) side by side."""
+"""Lesson 00's benchmark: the two exercise pairs (loop order, latency chains) side by side, and
+the widget's bandwidth probe ``stream_add``."""
 from __future__ import annotations
+
+import numpy as np
 
 from labkit import bench
 from labkit.bench import Target, ratio_of
-from labkit.lesson00 import colsum, make_inputs
-from labkit.lesson00.kernels import (colsum_naive, colsum_rows, dot_fastmath, dot_partials,
-                                     dot_plain)
+from labkit.lesson00 import colsum
+from labkit.lesson00.inputs import make_inputs
+from labkit.lesson00.kernels import (add_arrays_repeat, colsum_naive, colsum_rows, dot_fastmath,
+                                     dot_partials, dot_plain)
 
-__all__ = ["run_benchmark", "TARGETS"]
+__all__ = ["run_benchmark", "TARGETS", "stream_add"]
 
 #: lesson 00 teaches measuring: its exercise ratios are what the notebook explains, not targets;
 #: the one target is that the friendly entry point costs no more than the kernel it runs
@@ -34,10 +38,22 @@ def run_benchmark(size=None, repeat: int = 5) -> dict:
     return {"colsum": cols, "dot": dots, "entry point": entry}
 
 
+def stream_add(n: int, repeat: int = 3) -> dict:
+    """Bandwidth of ``add_arrays`` on n float64 elements: {'n', 'bytes', 'GB/s'} (widget helper)."""
+    if int(n) < 1:
+        raise ValueError(f"n must be ≥ 1, got {n}")
+    n = int(n)
+    a = np.ones(n)
+    b = np.ones(n)
+    out = np.empty(n)
+    reps = max(1, (1 << 21) // n)  # ≥ 2 M element-adds per call: call overhead stays negligible
+    t = bench.timeit(add_arrays_repeat, a, b, out, reps, repeat=repeat, min_time=0.02)
+    moved = 3 * 8 * n  # two loads and one store per element
+    return {"n": n, "bytes": moved, "GB/s": moved * reps / t.median_s / 1e9}
+
+
 def UARCH_KERNEL():
     """The kernel `labkit bench` puts beside its OSACA prediction (:mod:`labkit.bench.uarch`)."""
-    import numpy as np
-
     from labkit.bench.uarch import KernelSpec
 
     from .kernels import dot_fastmath
