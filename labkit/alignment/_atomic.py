@@ -2,7 +2,7 @@
 it in one atomic step (LLVM ``atomicrmw add``: ``lock xadd`` on x86-64, ``ldadd`` or an
 exclusive load/store loop on AArch64 — generic IR, every target numba runs on).
 
-``fast._align_spans_parallel`` hands its tiles out with it: each thread takes the next tile
+``engine._align_spans_parallel`` hands its tiles out with it: each thread takes the next tile
 when it finishes one (dynamic scheduling), where numba's ``prange`` over OpenMP splits the
 iterations into one fixed block per thread before any runs.
 """

@@ -15,7 +15,7 @@ from labkit._common import use_threads
 from labkit.bench import Target, ratio_of
 
 from . import Inputs, align, make_inputs, reference, validate
-from .fast import align_shifted_serial
+from .engine import align_shifted_serial
 from .kernels import (align_batched, align_batched_serial, align_scalar, align_transposed,
                       align_transposed_promoted, transpose_batch)
 from .scoring import ALPHABET
@@ -191,7 +191,7 @@ def _with_gcups(res, cells: int):
     return res
 
 
-#: Vector ALU operations per DP cell of the kernel ``align`` runs (``fast._cell``, shifted
+#: Vector ALU operations per DP cell of the kernel ``align`` runs (``engine._cell``, shifted
 #: scores): the match compare and select, the diagonal add, two maxima for H, the gap opening,
 #: two maxima for the new gaps (the unshifted ``kernels._cell`` adds two extensions: 10).
 OPS_PER_CELL = 8

@@ -211,7 +211,7 @@ hints.define(
 
 
 @exercise("align_challenge", points=4,
-          answers=("labkit.alignment:align", "labkit.alignment.fast:align_shifted_serial",
+          answers=("labkit.alignment:align", "labkit.alignment.engine:align_shifted_serial",
                    "labkit.alignment.kernels:align_batched_serial"))
 def check_align_challenge(student):
     """Scores of a batch of unequal-length str pairs, as fast as you can: graded on a scale from

@@ -11,7 +11,10 @@ from labkit import bench, check
 from labkit.bench import reference
 from labkit.alignment import checks as _checks  # noqa: F401 - registers check.transpose, …
 from labkit.alignment.checks import _lanes_note
-from labkit.alignment import fast
+from labkit.alignment import engine
+from labkit.alignment.engine import _align_letters
+from labkit.alignment.inputs import _as_codes, _letters
+from labkit.alignment.reference import _gotoh_loops, _gotoh_scan
 
 parasail = pytest.importorskip("parasail")
 
@@ -66,7 +69,7 @@ def test_reference_loops_and_scan_agree_on_small_cases():
     for _ in range(30):
         a = g.integers(0, 5, int(g.integers(1, 12)))
         b = g.integers(0, 5, int(g.integers(1, 12)))
-        assert A._gotoh_scan(a, b, 6, -4, -11, -1) == A._gotoh_loops(list(a), list(b), 6, -4, -11, -1)
+        assert _gotoh_scan(a, b, 6, -4, -11, -1) == _gotoh_loops(list(a), list(b), 6, -4, -11, -1)
 
 
 def test_known_scores():
@@ -99,7 +102,7 @@ def test_identical_and_all_different_sequences():
     assert list(A.align(s, s)) == [6 * len(x) for x in s]
     a, c = ["A" * 10, "A" * 7, "A"], ["C" * 10, "C" * 3, "C" * 5]
     got = A.align(a, c)
-    exp = A.parasail_scores(A.Inputs(*(A._as_codes(x, "s")[0] for x in (a, c)),
+    exp = A.parasail_scores(A.Inputs(*(_as_codes(x, "s")[0] for x in (a, c)),
                                               np.array([10, 7, 1]), np.array([10, 3, 5]), SC))
     A.validate(got, exp)
     assert got[0] == -40
@@ -137,7 +140,6 @@ def test_overflow_guard_widens_or_raises():
 
 
 def test_shifted_guard_falls_back_to_the_unshifted_int16_kernel():
-    from labkit.alignment import fast
 
     assert A.fits_shifted(1000, 1000, SC) and A.fits_shifted(4000, 200, SC)
     # shifted values grow by |gap_extend| per row and column: 4500 × 4500 fits int16 only unshifted
@@ -147,12 +149,12 @@ def test_shifted_guard_falls_back_to_the_unshifted_int16_kernel():
     s1, s2 = inp.strings()
     got = A.align([s1[0], s1[1]], [s1[0], s2[1]], threads=1)
     assert got[0] == 6 * 4500
-    assert got[1] == A._gotoh_scan(inp.seqs1[1], inp.seqs2[1], 6, -4, -11, -1)
+    assert got[1] == _gotoh_scan(inp.seqs1[1], inp.seqs2[1], 6, -4, -11, -1)
     # at the edge of the bound the shifted kernel is still exact (identical sequences: the top)
     L = max(n for n in range(3000, 4200, 7) if A.fits_shifted(n, n, SC))
     same = A.make_inputs({"pairs": 3, "length": L}, seed=1).seqs1
     lens = np.full(3, L, np.int64)
-    assert list(fast.align_shifted_serial(same, lens, same, lens, SC)) == [6 * L] * 3
+    assert list(engine.align_shifted_serial(same, lens, same, lens, SC)) == [6 * L] * 3
 
 
 # ------------------------------------------------------------------ bad input
@@ -365,11 +367,11 @@ def test_str_path_fused_matches_codes_and_reports_like_before():
     s1, s2 = inp.strings()
     ref = A.reference(inp)
     A.validate(A.align(tuple(s1), tuple(s2), threads=1), ref)        # tuples of str too
-    A.validate(A._align_letters(s1, s2, SC, 32, 1, "auto"), ref)     # the fused path itself
+    A.validate(_align_letters(s1, s2, SC, 32, 1, "auto"), ref)     # the fused path itself
     with pytest.raises(ValueError, match=r"seqs2\[1\]: unknown letter 'é' at position 2"):
         A.align(["ACG", "ACG"], ["ACG", "ACé"])
-    assert A._align_letters(["ACG"], [np.array([0, 1])], SC, 32, 1, "auto") is None
-    assert A._align_letters(["ACG", np.array([0, 1])], ["A", "C"], SC, 32, 1, "auto") is None
+    assert _align_letters(["ACG"], [np.array([0, 1])], SC, 32, 1, "auto") is None
+    assert _align_letters(["ACG", np.array([0, 1])], ["A", "C"], SC, 32, 1, "auto") is None
 
 
 def test_str_path_query_and_padding_layouts():
@@ -380,13 +382,13 @@ def test_str_path_query_and_padding_layouts():
     q = A.Inputs(np.repeat(inp.seqs1[:1], 70, 0), inp.seqs2, np.repeat(inp.lens1[:1], 70),
                  inp.lens2, SC)
     A.validate(A.align([s1[0]] * 70, s2, threads=1), A.reference(q))
-    raw, spans = A._letters([s1[0]] * 70)
+    raw, spans = _letters([s1[0]] * 70)
     assert raw.size == len(s1[0]) and (spans[:, 0] == 0).all()
     longest = ["ACGT" * 100] + s1[1:]
-    raw, spans = A._letters(longest)
+    raw, spans = _letters(longest)
     assert raw.size == sum(map(len, longest))                      # no padding
     got = A.align(longest, s2, threads=1)
-    assert got[0] == A._gotoh_scan(A.encode(longest[0]), inp.seqs2[0, :inp.lens2[0]], 6, -4, -11, -1)
+    assert got[0] == _gotoh_scan(A.encode(longest[0]), inp.seqs2[0, :inp.lens2[0]], 6, -4, -11, -1)
     A.validate(got[1:], A.reference(inp)[1:])
 
 
@@ -399,7 +401,7 @@ def test_transpose_ragged():
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_code_arrays_checked_in_the_kernel_and_tiles_claimed_dynamically(threads):
-    # 2-D uint8 arrays go to fast._align_codes, which checks the codes tile by tile (full
+    # 2-D uint8 arrays go to engine._align_codes, which checks the codes tile by tile (full
     # tiles at length 16 take the register transpose; the last, partial tile and length 13 the
     # lane-by-lane copy); tiles are claimed from an atomic counter, longest first: ragged,
     # sorted input over threads equals the reference
@@ -411,8 +413,8 @@ def test_code_arrays_checked_in_the_kernel_and_tiles_claimed_dynamically(threads
         bad = inp.seqs2.copy()
         bad[row, length - 1] = 7
         out = np.empty(200, np.int32)
-        assert fast._align_codes(inp.seqs1, bad, SC, threads > 1, out)
-        assert not fast._align_codes(inp.seqs1, inp.seqs2, SC, threads > 1, out)
+        assert engine._align_codes(inp.seqs1, bad, SC, threads > 1, out)
+        assert not engine._align_codes(inp.seqs1, inp.seqs2, SC, threads > 1, out)
         with pytest.raises(ValueError, match=rf"seqs2\[{row}, {length - 1}\] = 7 is not a code"):
             A.align(inp.seqs1, bad, threads=threads)
     inp = _inputs(300, 120, 90, vary=True, seed=24)

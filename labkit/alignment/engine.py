@@ -22,21 +22,22 @@ kernels (``kernels.py``) only.
 """
 from __future__ import annotations
 
-import sys
-
+import numba
 import numpy as np
 from numba import prange
 
+from labkit._common import use_threads
 from labkit.jit import njit
 
 from ._atomic import claim
-from .kernels import _ends
-from .scoring import ALPHABET
+from ._ragged import _align_ragged_parallel, _align_ragged_serial
+from ._tiles import TILE, _fill
+from .inputs import _letters
+from .kernels import _align_scalar_lens, _ends, align_batched, align_batched_serial
+from .scoring import _LOOKUP, fits_int16
 
-__all__ = ["TILE", "fits_shifted", "align_shifted", "align_shifted_serial"]
-
-#: Pairs per tile: the lane loop's compile-time trip count (two 512-bit int16 vectors).
-TILE = 64
+__all__ = ["TILE", "fits_shifted", "align_shifted", "align_shifted_serial", "align_direct",
+           "align_codes"]
 
 _I16_MIN, _I16_MAX = -32768, 32767
 
@@ -134,122 +135,6 @@ def _tile(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
             for k in range(TILE):
                 if lens2[k] == j:
                     out[k] = np.int32(H[lens1[k], k]) + np.int32(lens1[k] + j) * np.int32(ge)
-
-
-# ---------------------------------------------------------------------------- tiles
-_LITTLE = sys.byteorder == "little"              # the masks number bytes from the low end
-_M1 = np.uint64(0x00FF00FF00FF00FF)
-_M2 = np.uint64(0x0000FFFF0000FFFF)
-_M4 = np.uint64(0x00000000FFFFFFFF)
-_SYMBOLS = np.array([ord(c) | 0x20 for c in ALPHABET], np.uint8)   # lower case
-assert _SYMBOLS.size == 5, "_misses compares against exactly five letters"
-
-
-@njit(cache=True, inline="always")
-def _swap(a, b, mask, shift):
-    """Exchange the bytes of a and b that an 8 × 8 byte transpose swaps at this distance."""
-    t = ((a >> shift) ^ b) & mask
-    return a ^ (t << shift), b ^ t
-
-
-@njit(cache=True)
-def _transpose8(rv, starts, fold, Tv, kb, nblocks):
-    """Eight sequences (uint64 word offsets ``starts`` into ``rv``) → columns 8·kb … 8·kb + 7
-    of the tile ``Tv`` (its rows as uint64): each 8 × 8 block of bytes transposed in registers
-    by three rounds of masked swaps (8, 16, 32 bits), eight words in, eight words out; every
-    byte OR ``fold``."""
-    s0, s1, s2, s3 = starts[0], starts[1], starts[2], starts[3]
-    s4, s5, s6, s7 = starts[4], starts[5], starts[6], starts[7]
-    sh8, sh16, sh32 = np.uint64(8), np.uint64(16), np.uint64(32)
-    for ib in range(nblocks):
-        x0, x1 = _swap(rv[s0 + ib] | fold, rv[s1 + ib] | fold, _M1, sh8)
-        x2, x3 = _swap(rv[s2 + ib] | fold, rv[s3 + ib] | fold, _M1, sh8)
-        x4, x5 = _swap(rv[s4 + ib] | fold, rv[s5 + ib] | fold, _M1, sh8)
-        x6, x7 = _swap(rv[s6 + ib] | fold, rv[s7 + ib] | fold, _M1, sh8)
-        x0, x2 = _swap(x0, x2, _M2, sh16)
-        x1, x3 = _swap(x1, x3, _M2, sh16)
-        x4, x6 = _swap(x4, x6, _M2, sh16)
-        x5, x7 = _swap(x5, x7, _M2, sh16)
-        x0, x4 = _swap(x0, x4, _M4, sh32)
-        x1, x5 = _swap(x1, x5, _M4, sh32)
-        x2, x6 = _swap(x2, x6, _M4, sh32)
-        x3, x7 = _swap(x3, x7, _M4, sh32)
-        r = 8 * ib
-        Tv[r, kb] = x0
-        Tv[r + 1, kb] = x1
-        Tv[r + 2, kb] = x2
-        Tv[r + 3, kb] = x3
-        Tv[r + 4, kb] = x4
-        Tv[r + 5, kb] = x5
-        Tv[r + 6, kb] = x6
-        Tv[r + 7, kb] = x7
-
-
-@njit(cache=True)
-def _misses(seg):
-    """Nonzero if a byte of ``seg`` (1-D, letters) is no letter of the alphabet in either case.
-    (Written as a max-reduction of one chain of byte compares: 64 lanes; a select chain or an
-    OR-reduction vectorises 8 wide here.)"""
-    s0, s1, s2, s3, s4 = _SYMBOLS[0], _SYMBOLS[1], _SYMBOLS[2], _SYMBOLS[3], _SYMBOLS[4]
-    acc = np.uint8(0)
-    for i in range(seg.size):
-        u = seg[i] | np.uint8(0x20)
-        m = (u != s0) & (u != s1) & (u != s2) & (u != s3) & (u != s4)
-        acc = max(acc, np.uint8(m))
-    return acc
-
-
-@njit(cache=True)
-def _bad_codes(seg):
-    """Nonzero if a code of ``seg`` (1-D uint8) is above 4 (a max-reduction, 64 lanes)."""
-    acc = np.uint8(0)
-    for i in range(seg.size):
-        acc = max(acc, seg[i])
-    return np.uint8(acc > np.uint8(4))
-
-
-@njit(cache=True)
-def _fill(raw, spans, order, start, stop, letters, L):
-    """Pairs order[start:stop] (sequence p = raw[spans[p, 0]:][:spans[p, 1]]) → (T, lens, bad):
-    the L × TILE tile, zeros past the ends, the lane lengths (L for padding lanes), and whether
-    a symbol is bad: a letter outside the alphabet, or without ``letters`` a code above 4 (the
-    check runs on the tile just written, in cache, on the tile's thread). With ``letters`` the
-    symbols stay letters, folded to lower case (the kernel only compares them; a code would
-    cost a lookup per letter). Full tiles of equal lengths on 8-byte boundaries take the
-    register transpose."""
-    n = stop - start
-    T = np.zeros((L, TILE), np.uint8)
-    lens = np.full(TILE, L, np.int64)
-    fast = _LITTLE and n == TILE and L % 8 == 0 and raw.size % 8 == 0
-    for k in range(n):
-        p = order[start + k]
-        lens[k] = spans[p, 1]
-        fast = fast and spans[p, 1] == L and spans[p, 0] % 8 == 0
-    fold = np.uint8(0x20) if letters else np.uint8(0)
-    bad = np.uint8(0)
-    if fast:
-        rv = raw.view(np.uint64)
-        Tv = T.view(np.uint64)
-        starts = np.empty(8, np.int64)
-        fold8 = np.uint64(0x0101010101010101) * np.uint64(fold)
-        for kb in range(TILE // 8):
-            for r in range(8):
-                starts[r] = spans[order[start + 8 * kb + r], 0] // 8
-            _transpose8(rv, starts, fold8, Tv, kb, L // 8)
-        flat = T.reshape(T.size)
-        bad = _misses(flat) if letters else _bad_codes(flat)
-    else:
-        last = -1
-        for k in range(n):
-            p = order[start + k]
-            o = spans[p, 0]
-            if o != last:                          # a query repeated in every lane: once
-                seg = raw[o:o + spans[p, 1]]
-                bad |= _misses(seg) if letters else _bad_codes(seg)
-                last = o
-            for i in range(spans[p, 1]):
-                T[i, k] = raw[o + i] | fold
-    return T, lens, bad != 0
 
 
 @njit(cache=True)
@@ -352,3 +237,93 @@ def align_shifted(seqs1, lens1, seqs2, lens2, scoring):
     out = np.empty(seqs1.shape[0], np.int32)
     _align_spans_parallel(raw1, sp1, raw2, sp2, np.arange(seqs1.shape[0]), False, scoring, out)
     return out
+
+
+# ---------------------------------------------------------------------------- what align runs
+def align_direct(seqs1, seqs2, sc, lanes, threads):
+    """``align`` on two lists of str or two 2-D uint8 code arrays, read as they are (no padded
+    copies, the symbols checked on the tiles' threads); None for any other input, or when a
+    symbol is bad or int16 could overflow: ``align`` then validates, reports or widens."""
+    out = _align_letters(seqs1, seqs2, sc, lanes, threads, "auto")
+    return _align_arrays(seqs1, seqs2, sc, threads) if out is None else out
+
+
+def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
+    """``align`` on two lists of str in one pass per batch (letters → codes → transposed batch
+    → scores, ``_ragged._align_ragged_*``): no padded code arrays. None when the input is not
+    two non-empty lists of str of the same size, a letter is outside the alphabet, or int16
+    could overflow (the general path then validates, reports or widens)."""
+    a, b = _letters(seqs1), _letters(seqs2)
+    if a is None or b is None or a[1].shape[0] != b[1].shape[0]:
+        return None
+    (raw1, sp1), (raw2, sp2) = a, b
+    l1, l2 = sp1[:, 1], sp2[:, 1]
+    if not fits_int16(int(l1.max()), int(l2.max()), sc):
+        return None
+    n = l1.size
+    width = max(32, (lanes + 31) // 32 * 32)
+    equal = l1.min() == l1.max() and l2.min() == l2.max()
+    order = np.arange(n, dtype=np.int64) if equal else np.lexsort((l1, l2)).astype(np.int64)
+    out = np.empty(n, np.int32)
+    with use_threads(threads):
+        many = numba.get_num_threads() > 1
+        if fits_shifted(int(l1.max()), int(l2.max()), sc):
+            kernel = _align_spans_parallel if many and n > TILE else _align_spans_serial
+            bad = -1 if not kernel(raw1, sp1, raw2, sp2, order, True, sc, out) else 0
+        else:
+            kernel = _align_ragged_parallel if many and n > width else _align_ragged_serial
+            bad = kernel(raw1, sp1, raw2, sp2, order, _LOOKUP, sc, width, out)
+    return out if bad == -1 else None
+
+
+def _align_arrays(seqs1, seqs2, sc, threads):
+    """``align`` on two 2-D uint8 code arrays with as many rows, within ``fits_shifted``: one
+    kernel call (``_align_codes``) that checks the codes tile by tile on the tiles'
+    threads, where ``_as_codes`` reads all of them first on one thread. None for any other
+    input or if a code is above 4 (the general path then validates and reports)."""
+    if not (type(seqs1) is np.ndarray and type(seqs2) is np.ndarray and seqs1.ndim == 2
+            and seqs2.ndim == 2 and seqs1.dtype == np.uint8 and seqs2.dtype == np.uint8):
+        return None
+    (n, len1), (n2, len2) = seqs1.shape, seqs2.shape
+    if n != n2 or n == 0 or len1 == 0 or len2 == 0 or not fits_shifted(len1, len2, sc):
+        return None
+    out = np.empty(n, np.int32)
+    with use_threads(threads) as t:
+        bad = _align_codes(np.ascontiguousarray(seqs1), np.ascontiguousarray(seqs2), sc,
+                           t > 1 and n > TILE, out)
+    return None if bad else out
+
+
+def align_codes(c1, l1, c2, l2, sc, method, lanes, threads):
+    """Scores of validated padded codes (as many pairs each side) with the kernel that fits:
+    ``align_shifted`` within ``fits_shifted``, ``align_batched`` within ``fits_int16``, else the
+    int32 scalar kernel ("auto", "scalar") or ValueError ("transposed"). Ragged batches run
+    sorted by length (similar lengths share a tile: less padding)."""
+    n = c1.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int32)
+    with use_threads(threads):
+        if method == "scalar":
+            return _align_scalar_lens(c1, l1, c2, l2, sc)
+        many = numba.get_num_threads() > 1
+        if fits_shifted(int(l1.max()), int(l2.max()), sc):
+            kernel = align_shifted if many and n > TILE else align_shifted_serial
+            extra = ()
+        elif fits_int16(int(l1.max()), int(l2.max()), sc):
+            width = max(32, (lanes + 31) // 32 * 32)
+            kernel = align_batched if many and n > width else align_batched_serial
+            extra = (lanes,)
+        elif method == "transposed":
+            raise ValueError(f"sequences up to {int(l1.max())} × {int(l2.max())} with {sc} can "
+                             f"overflow int16 scores; use method='auto' (widens to int32) "
+                             f"or method='scalar'")
+        else:
+            return _align_scalar_lens(c1, l1, c2, l2, sc)
+        if (l1 == l1[0]).all() and (l2 == l2[0]).all():
+            return kernel(c1, l1, c2, l2, sc, *extra)
+        order = np.lexsort((l1, l2))             # similar lengths share a batch: less padding
+        res = kernel(np.ascontiguousarray(c1[order]), l1[order],
+                     np.ascontiguousarray(c2[order]), l2[order], sc, *extra)
+        out = np.empty(n, np.int32)
+        out[order] = res
+        return out
