@@ -10,7 +10,7 @@ plain loop), and without reading the output's lines from memory before writing t
 otherwise (``<8 x double>`` vectors, shuffles, ``!nontemporal``): zmm on AVX-512, ymm on AVX2,
 NEON on AArch64 (where the hint may become plain stores).
 
-Used by ``kernels._range_canonical``; imports only llvmlite and numba.
+Used by ``engine._range_canonical``; imports only llvmlite and numba.
 """
 from __future__ import annotations
 

@@ -12,9 +12,12 @@ from labkit import bench
 from labkit._common import use_threads
 from labkit.bench import Target, ratio_of
 
-from . import FLOAT32_RTOL, BsplineInputs, _unpack, evaluate_vgh, make_inputs
-from .kernels import _batch_aos, _batch_tiles, _batch_tiles_blocked, _walker_tiles, prefactors
+from . import evaluate_vgh
+from .engine import _batch_aos
+from .inputs import BsplineInputs, _unpack, make_inputs
+from .kernels import _batch_tiles, _batch_tiles_blocked, _walker_tiles, prefactors
 from .layouts import aligned_empty, stream_stride
+from .reference import FLOAT32_RTOL
 
 __all__ = ["Workload", "ndbspline_vgh", "ndbspline_of", "TARGETS", "run_benchmark",
            "time_interleaved", "paired_rounds", "thread_scaling", "ndbspline_chunk_sweep", "tile_sweep",

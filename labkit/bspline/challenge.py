@@ -228,7 +228,7 @@ hints.define(
 
 
 @exercise("vgh_challenge", points=4, outputs=(2, 3, 4),
-          answers=("labkit.bspline:evaluate_vgh", "labkit.bspline.kernels:_batch_canonical",
+          answers=("labkit.bspline:evaluate_vgh", "labkit.bspline.engine:_batch_canonical",
                    "labkit.bspline.kernels:_batch_tiles_blocked"))
 def check_vgh_challenge(student):
     """VGH of N splines at P positions into the canonical output, as fast as you can: graded on

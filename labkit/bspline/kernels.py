@@ -1,10 +1,13 @@
 """Lab 02 kernels, by step: the basis weights of a position (``prefactors``), then VGH of all N
 splines at one position in three output layouts — ``vgh_aos`` (13 strided streams),
 ``vgh_soa`` (10 contiguous streams), ``vgh_aosoa`` (tiles of Nb splines) — and the
-register-blocked SoA/AoSoA kernel ``vgh_soa_blocked``; the ``_batch_*`` / ``_walker_tiles``
-drivers put positions × tiles into one ``prange`` (numba has no nested parallel regions).
+register-blocked SoA/AoSoA kernel ``vgh_soa_blocked``; the drivers ``_batch_tiles`` /
+``_batch_tiles_blocked`` put positions × tiles into one ``prange`` (numba has no nested parallel
+regions), ``_walker_tiles`` shares one walker's tiles per move (the seed's nested threading); the
+model's cost per evaluation (``flops_per_eval``, ``traffic_per_eval``). What ``evaluate_vgh``
+runs by default, the fused kernel ``_batch_canonical``, is in ``engine``.
 
-Imports only numpy, numba, labkit.jit and ._intrinsics (never the package ``__init__``).
+Imports only numpy, numba, labkit.jit and .layouts (never the package ``__init__``).
 """
 from __future__ import annotations
 
@@ -16,9 +19,10 @@ from numba import njit, prange
 
 from labkit.jit import njit as wide_njit
 
-from ._intrinsics import _prefetch_lines, _streams_to_canonical8, _streams_to_canonical8_t
+from .layouts import _check_coefs
 
-__all__ = ["basis", "prefactors", "vgh_aos", "vgh_soa", "vgh_aosoa", "vgh_soa_blocked"]
+__all__ = ["basis", "prefactors", "vgh_aos", "vgh_soa", "vgh_aosoa", "vgh_soa_blocked",
+           "flops_per_eval", "traffic_per_eval"]
 
 
 # ----------------------------------------------------------------------------- basis weights
@@ -364,123 +368,6 @@ def vgh_soa_blocked(coefs, idx, pref, out):
                          out.reshape((1, 1) + out.shape))
 
 
-#: Groups of splines ahead whose canonical lines the grouped last-plane write prefetches into L2
-#: (read prefetch: the lines arrive exclusive, so the stores find them there): +8–15 % over the
-#: scalar write on the seed grid at 1 group (32 splines, 52 lines); 2 or 3 alike within noise.
-_PREFETCH_GROUPS = 1
-
-
-@njit(cache=True, fastmath=True, inline="always")
-def _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess, stream,
-                     gbuf):
-    # _tile_vgh_blocked for splines n0 … n0 + nb of tile m at position p: x-planes 0–2 summed
-    # into the scratch block buf[q, 0] (10, nb; L1), the last plane added on the way out into
-    # the canonical arrays at splines lo … lo + nb. ``stream`` 0: spline by spline (scalar: LLVM
-    # does not vectorise the stride-3/9 stores), Hessian mirrored; 1 (the caller checked N, tile,
-    # chunk % G == 0, G = gbuf.shape[3], arrays on 64 bytes): per group of G splines, the lines
-    # of the group _PREFETCH_GROUPS ahead prefetched into L2 (else the full-line stores wait on
-    # them: slower than scalar on the seed grid), the last plane vectorised into gbuf, transposed
-    # in registers, full-line stores (_intrinsics); 2 (LABKIT_BSPLINE_STREAM=1): all four planes
-    # into buf, then transposed with non-temporal stores.
-    ks = (idx[p, 2, 0], idx[p, 2, 1], idx[p, 2, 2], idx[p, 2, 3])
-    iys = (idx[p, 1, 0], idx[p, 1, 1], idx[p, 1, 2], idx[p, 1, 3])
-    zw = (pref[p, 2, 0, 0], pref[p, 2, 0, 1], pref[p, 2, 0, 2], pref[p, 2, 0, 3],
-          pref[p, 2, 1, 0], pref[p, 2, 1, 1], pref[p, 2, 1, 2], pref[p, 2, 1, 3],
-          pref[p, 2, 2, 0], pref[p, 2, 2, 1], pref[p, 2, 2, 2], pref[p, 2, 2, 3])
-    yw = (pref[p, 1, 0, 0], pref[p, 1, 0, 1], pref[p, 1, 0, 2], pref[p, 1, 0, 3],
-          pref[p, 1, 1, 0], pref[p, 1, 1, 1], pref[p, 1, 1, 2], pref[p, 1, 1, 3],
-          pref[p, 1, 2, 0], pref[p, 1, 2, 1], pref[p, 1, 2, 2], pref[p, 1, 2, 3])
-    u0, ul = numba.uint64(n0), numba.uint64(lo)
-    _plane_set(tcoefs, m, idx, pref, p, 0, iys, ks, zw, yw, u0, nb, buf, q, 0)
-    for i in range(1, 3):
-        _plane_add(tcoefs, m, idx, pref, p, i, iys, ks, zw, yw, u0, nb, buf, q, 0)
-    if stream == 1:
-        G = gbuf.shape[3]
-        for g0 in range(0, nb, G):
-            j = p * value.shape[1] + lo + g0 + _PREFETCH_GROUPS * G
-            if j + G <= value.size:
-                _prefetch_lines(value, j, G // 8, 0, 2)
-                _prefetch_lines(grad, 3 * j, 3 * G // 8, 0, 2)
-                _prefetch_lines(hess, 9 * j, 9 * G // 8, 0, 2)
-            _plane_last_at(tcoefs, m, idx, pref, p, iys, ks, zw, yw, u0 + numba.uint64(g0),
-                           buf, q, numba.uint64(g0), gbuf)
-            _streams_to_canonical8_t(gbuf, q * 10 * G, G, value, grad, hess,
-                                     p * value.shape[1] + lo + g0, G // 8)
-        return
-    if stream == 2:
-        _plane_add(tcoefs, m, idx, pref, p, 3, iys, ks, zw, yw, u0, nb, buf, q, 0)
-        ld = buf.shape[3]
-        _streams_to_canonical8(buf, q * 10 * ld, ld, value, grad, hess, p * value.shape[1] + lo,
-                               nb // 8)
-        return
-    ix = idx[p, 0, 3]
-    a, da, d2a = pref[p, 0, 0, 3], pref[p, 0, 1, 3], pref[p, 0, 2, 3]
-    for k in range(nb):
-        s00, s10, s20, s01, s11, s02 = _yplane(tcoefs, m, ix, iys, ks, u0 + numba.uint64(k), zw, yw)
-        j = ul + numba.uint64(k)
-        value[p, j] = buf[q, 0, 0, k] + a * s00
-        grad[p, j, 0] = buf[q, 0, 1, k] + da * s00
-        grad[p, j, 1] = buf[q, 0, 2, k] + a * s10
-        grad[p, j, 2] = buf[q, 0, 3, k] + a * s01
-        h00 = buf[q, 0, 4, k] + d2a * s00
-        h01 = buf[q, 0, 5, k] + da * s10
-        h02 = buf[q, 0, 6, k] + da * s01
-        h11 = buf[q, 0, 7, k] + a * s20
-        h12 = buf[q, 0, 8, k] + a * s11
-        h22 = buf[q, 0, 9, k] + a * s02
-        hess[p, j, 0, 0] = h00
-        hess[p, j, 0, 1] = h01
-        hess[p, j, 0, 2] = h02
-        hess[p, j, 1, 0] = h01
-        hess[p, j, 1, 1] = h11
-        hess[p, j, 1, 2] = h12
-        hess[p, j, 2, 0] = h02
-        hess[p, j, 2, 1] = h12
-        hess[p, j, 2, 2] = h22
-
-
-@wide_njit(cache=True, parallel=True, fastmath=True)
-def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf, stream, gbuf):
-    # the entry point's fused kernel: positions × tiles × chunks of ``chunk`` splines in one
-    # prange; each task works in its thread's scratch block buf[numba.get_thread_id(), 0]
-    # (allocated once by the caller) and writes the canonical value (P, N), grad (P, N, 3),
-    # hess (P, N, 3, 3) itself: no SoA array and no numpy conversion pass afterwards.
-    # labkit.jit's 512-bit vectors (labkit's own fast kernel; no check times a student against
-    # it): +2 % on the float64 seed grid, +5 % in float32 and on the 8³ grid (docs/bspline.md).
-    # ``stream``: how the last plane is written (_range_canonical); ``gbuf (threads, 1, 10, G)``:
-    # the per-thread group scratch of stream=1.
-    M, Nb = tcoefs.shape[0], tcoefs.shape[4]
-    C = (Nb + chunk - 1) // chunk
-    P = idx.shape[0]
-    for t in prange(P * M * C):
-        p = t // (M * C)
-        r = t - p * (M * C)
-        m = r // C
-        n0 = (r - m * C) * chunk
-        lo = m * Nb + n0
-        nb = min(chunk, Nb - n0, n - lo)
-        if nb <= 0:
-            continue
-        q = numba.get_thread_id()
-        if nb == Nb:
-            # a whole tile: its own inlined copy, whose loops run to the array's shape — with
-            # the trip count from min() above, the vectorised last-plane loop of stream=2 ran
-            # well below the kernel's speed (LLVM's loop versioning; measured: docs/bspline.md,
-            # 'Session 7')
-            _range_canonical(tcoefs, m, 0, tcoefs.shape[4], idx, pref, p, buf, q, lo, value,
-                             grad, hess, stream, gbuf)
-        else:
-            _range_canonical(tcoefs, m, n0, nb, idx, pref, p, buf, q, lo, value, grad, hess,
-                             stream, gbuf)
-
-
-@njit(cache=True, parallel=True)
-def _batch_aos(coefs, idx, pref, v, g, h):
-    # walkers in parallel, AoS outputs (P, N), (P, N, 3), (P, N, 3, 3)
-    for p in prange(idx.shape[0]):
-        vgh_aos(coefs, idx[p], pref[p], v[p], g[p], h[p])
-
-
 @njit(cache=True, parallel=True, fastmath=True)
 def _walker_tiles(tcoefs, idx, pref, out):
     # one walker, moves one after another; each move's M tiles shared by the threads
@@ -490,22 +377,18 @@ def _walker_tiles(tcoefs, idx, pref, out):
             _tile_vgh(tcoefs, m, idx, pref, p, out, 0)
 
 
+# ----------------------------------------------------------------------------- cost per evaluation
+def flops_per_eval() -> int:
+    """Floating-point operations per spline per position in these kernels (FMA = 2): for each
+    of the 16 (i, j) columns, 3 z-sums (4 mul/fma each) and 10 output FMAs → 16·(2·19 + 3) = 656."""
+    return 16 * (2 * 19 + 3)
 
-def _check_coefs(coefs) -> np.ndarray:
-    """The coefficient array ``(nx, ny, nz, N)`` as C-contiguous float32/float64, or a clear error."""
-    if not isinstance(coefs, np.ndarray):
-        raise TypeError(f"coefficients must be a numpy array (nx, ny, nz, N), not "
-                        f"{type(coefs).__name__}")
-    if coefs.ndim != 4:
-        raise ValueError(f"coefficients must have rank 4 (nx, ny, nz, N), got shape {coefs.shape}; "
-                         "for one spline add a trailing axis: coefs[..., None]")
-    if coefs.dtype not in (np.float32, np.float64):
-        raise TypeError(f"coefficients must be float32 or float64, got {coefs.dtype}; "
-                        "convert with coefs.astype(np.float64)")
-    if coefs.shape[3] == 0:
-        raise ValueError("N = 0 splines: the coefficient array (nx, ny, nz, N) needs N ≥ 1")
-    if min(coefs.shape[:3]) < 1:
-        raise ValueError(f"every grid axis needs at least 1 point, got {coefs.shape[:3]}")
-    if not coefs.flags.c_contiguous:
-        coefs = np.ascontiguousarray(coefs)
-    return coefs
+
+def traffic_per_eval(layout: str = "soa", dtype=np.float64) -> dict:
+    """Bytes moved per spline per position: ``coef_reads`` (64 coefficients), ``out_writes``
+    (10 SoA / 13 AoS outputs written once), and ``out_rmw`` (the read-modify-write of the
+    outputs for each of the 16 (i, j) columns, which stays in cache when the outputs fit)."""
+    item = np.dtype(dtype).itemsize
+    streams = 13 if layout == "aos" else 10
+    return {"coef_reads": 64 * item, "out_writes": streams * item,
+            "out_rmw": 16 * 2 * streams * item}

@@ -1,6 +1,7 @@
 """Lab 02 data layouts: the 64-byte-aligned buffers, the 10 SoA output streams and their padded
 stride, and the conversions AoS → SoA, SoA → canonical ``(value, grad, hess)``, and the
-AoSoA copy of the coefficients (tiles of Nb splines, ragged last tile zero-padded).
+AoSoA copy of the coefficients (tiles of Nb splines, ragged last tile zero-padded); the check of
+the coefficient table itself, ``(nx, ny, nz, N)`` C-contiguous float.
 """
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import threading
 import numpy as np
 
 from labkit._common import aligned_empty, check_tile
-
-from .kernels import _check_coefs
 
 __all__ = ["ALIGN", "STREAMS", "aligned_empty", "aligned_zeros", "stream_stride", "new_output",
            "to_aosoa", "soa_to_canonical", "aos_to_soa"]
@@ -172,3 +171,23 @@ def aos_to_soa(v, g, h):
         raise ValueError(f"expected v (N,), g (N, 3), h (N, 3, 3); got {v.shape}, {g.shape}, {h.shape}")
     return np.stack([v, g[..., 0], g[..., 1], g[..., 2], h[..., 0, 0], h[..., 0, 1],
                      h[..., 0, 2], h[..., 1, 1], h[..., 1, 2], h[..., 2, 2]], axis=-2)
+
+
+def _check_coefs(coefs) -> np.ndarray:
+    """The coefficient array ``(nx, ny, nz, N)`` as C-contiguous float32/float64, or a clear error."""
+    if not isinstance(coefs, np.ndarray):
+        raise TypeError(f"coefficients must be a numpy array (nx, ny, nz, N), not "
+                        f"{type(coefs).__name__}")
+    if coefs.ndim != 4:
+        raise ValueError(f"coefficients must have rank 4 (nx, ny, nz, N), got shape {coefs.shape}; "
+                         "for one spline add a trailing axis: coefs[..., None]")
+    if coefs.dtype not in (np.float32, np.float64):
+        raise TypeError(f"coefficients must be float32 or float64, got {coefs.dtype}; "
+                        "convert with coefs.astype(np.float64)")
+    if coefs.shape[3] == 0:
+        raise ValueError("N = 0 splines: the coefficient array (nx, ny, nz, N) needs N ≥ 1")
+    if min(coefs.shape[:3]) < 1:
+        raise ValueError(f"every grid axis needs at least 1 point, got {coefs.shape[:3]}")
+    if not coefs.flags.c_contiguous:
+        coefs = np.ascontiguousarray(coefs)
+    return coefs

@@ -97,7 +97,7 @@ def test_streamed_canonical_write_matches_the_scalar_one(monkeypatch):
 
 def test_grouped_vector_write_is_the_default_where_n_allows_it():
     # N, tile and chunk multiples of 16 or 32: the last plane per group of G splines, transposed
-    # in registers, full-line stores after an L2 prefetch (kernels._range_canonical, stream=1);
+    # in registers, full-line stores after an L2 prefetch (engine._range_canonical, stream=1);
     # other N: the scalar write. Both against the reference, float64 and float32, 1 and 2 threads.
     a = bs.aligned_empty(64)
     assert bs._write_mode(64, 64, 64, a) == (1, 32)
