@@ -268,9 +268,9 @@ KNOWN_MODULE_CYCLES = (
 )
 
 #: modules untangled by moving what both needed below them (grade.cells: a cell's Python source
-#: and the names it defines; pcc.layout: the rows' layout constants and their moments)
+#: and the names it defines; pcc._layout: the rows' layout constants and their moments)
 UNTANGLED = ("labkit.grade.build", "labkit.grade.notebooks", "labkit.grade.cells",
-             "labkit.pcc.engine", "labkit.pcc.panels", "labkit.pcc.layout",
+             "labkit.pcc.engine", "labkit.pcc._panels", "labkit.pcc._layout",
              "labkit.timing.timer", "labkit.timing.formatting", "labkit.inspect.loops",
              "labkit.inspect.ir", "labkit.hints", "labkit.target", "labkit.jit")
 

@@ -36,7 +36,7 @@ from numba.extending import intrinsic
 
 from labkit.jit import compiles_for_avx512, njit
 
-from .layout import _ALIGN, LANE, _row_moments
+from ._layout import _ALIGN, LANE, _row_moments
 
 __all__ = ["ENABLED", "NV", "KB", "applies", "panel_rows", "standardize_panels", "as_panels",
            "panel_tile"]

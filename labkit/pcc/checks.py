@@ -152,8 +152,8 @@ _TILE_ANSWERS = ("labkit.pcc.kernels:pcc_tiled", "labkit.pcc.kernels:pcc_transfo
                  "labkit.pcc.kernels:pcc_tiles_dynamic", "labkit.pcc.kernels:pcc_tiles_rows",
                  "labkit.pcc.kernels:tile_block", "labkit.pcc.engine:block_tile",
                  "labkit.pcc.engine:_do_tile", "labkit.pcc.engine:tiles_to_buffer",
-                 "labkit.pcc.panels:panel_tile", "labkit.pcc.panels:_ukernel",
-                 "labkit.pcc.panels:_edge_block",
+                 "labkit.pcc._panels:panel_tile", "labkit.pcc._panels:_ukernel",
+                 "labkit.pcc._panels:_edge_block",
                  "labkit.pcc:pearson_allpairs", "labkit.pcc:pcc_threads", "labkit.pcc:blas_pcc")
 
 

@@ -2,7 +2,7 @@
 ``correlated_pairs`` run (``kernels.py`` keeps the lesson's steps, its 4×4 ``tile_block`` included).
 The drivers (``pcc_tiles_*``, ``tiles_to_buffer``) take Z as engine rows (the 6×4 block below:
 hosts without AVX-512, tiles that are not multiples of 8) or as ``(panels, n)``, the packed panels
-and 8×24 micro-kernel of ``panels.py`` (AVX-512 hosts); numba picks the tile kernel by Z's type.
+and 8×24 micro-kernel of ``_panels.py`` (AVX-512 hosts); numba picks the tile kernel by Z's type.
 
 The row engine is compiled with :func:`labkit.jit.njit` (512-bit vectors on AVX-512 hosts, ``LABKIT_VECTOR_BITS=256``
 turns that off). Three things make it fast, measured in docs/pcc.md:
@@ -15,29 +15,34 @@ turns that off). Three things make it fast, measured in docs/pcc.md:
 * **A 6×4 register block** (``MR`` × ``NR``; 24 accumulators of 8 doubles + 10 loaded vectors
   fill the 32 zmm registers): 10 vector loads feed 24 FMAs per k-step, 2.4 per load (the 4×4 block:
   2). The block's source is generated from ``MR``, ``NR`` (``BLOCK_SOURCE``) rather than written
-  out 24 times.
+  out 24 times (``_block.py``).
 * **k-blocks of ``KB`` = 512 samples**, so the 6 row slices (24 KiB) stay in L1 while a tile's
   column slices stream from L2.
 """
 from __future__ import annotations
 
+import warnings
+
+import numba
 import numpy as np
 from numba import get_thread_id, prange, types
 from numba.extending import overload
 
-from labkit._common import aligned_empty
+from labkit._common import aligned_empty, use_threads
 from labkit.jit import njit
 
-from .layout import _ALIGN, LANE, _row_moments
+from . import _panels as panels
+from ._block import BLOCK_SOURCE, MR, NR, block_tile
+from ._layout import _ALIGN, LANE, _row_moments
+from .inputs import DEFAULT_TILE, _require_finite
 from .mapping import _job_coords_nb
 
 __all__ = ["MR", "NR", "KB", "LANE", "BLOCK_SOURCE", "engine_rows", "aligned_empty",
            "as_engine_rows",
            "standardize_into", "block_tile", "pcc_tiles_static", "pcc_tiles_cyclic",
-           "pcc_tiles_dynamic", "pcc_tiles_rows", "tiles_to_buffer", "extract_pairs"]
+           "pcc_tiles_dynamic", "pcc_tiles_rows", "tiles_to_buffer", "extract_pairs", "engine_input",
+           "kb_for", "allpairs", "all_tiles", "pairs"]
 
-#: register block: MR rows × NR columns of dot products per pass over a k-block
-MR, NR = 6, 4
 #: samples per k-block (a multiple of LANE, so every k-slice of an aligned row is aligned)
 KB = 512
 
@@ -83,85 +88,6 @@ def standardize_into(X, Z, const):
             z[k] = 0.0
 
 
-# ---------------------------------------------------------------- the MR×NR register block
-def _block_source(mr, nr):
-    """Source of ``block_tile`` for an mr × nr register block (mr·nr scalar sums, which LLVM
-    turns into mr·nr vector accumulators of the k loop), leftover columns mr × 1, rows 1 × 1."""
-    rows, cols = range(mr), range(nr)
-    cells = [(r, c) for r in rows for c in cols]
-
-    def lines(indent, items):
-        return [" " * indent + s for s in items]
-
-    def store(indent, pairs, dest, acc, mirror):
-        # first k-block: store; later ones: add; the last one of a sym tile: clip, mirror
-        return (lines(indent, ["if first:"]) + lines(indent + 4, [f"{dest(*p)} = {acc(*p)}" for p in pairs])
-                + lines(indent, ["else:"]) + lines(indent + 4, [f"{dest(*p)} += {acc(*p)}" for p in pairs])
-                + lines(indent, ["if last:"])
-                + lines(indent + 4, [f"{x}" for p in pairs for x in (
-                    f"v = min(1.0, max(-1.0, {dest(*p)}))", f"{dest(*p)} = v", f"{mirror(*p)} = v")]))
-
-    src = [
-        "def block_tile(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):",
-        f'    """out[i-oi, j-oj] = <Z_i, Z_j> for i in [i0,i1), j in [j0,j1) (on a diagonal tile',
-        f'    only from i\'s {nr}-column block on): a {mr}×{nr} register block over k-blocks of kb.',
-        "    sym (an off-diagonal tile of R itself, oi = oj = 0): the last k-block clips each cell to",
-        '    [-1, 1] and writes it to out[j, i] too, from the block just computed (no second pass)."""',
-        "    l = Z.shape[1]",
-        "    for k0 in range(0, l, kb):",
-        "        k1 = min(k0 + kb, l)",
-        "        kk = k1 - k0",
-        "        first = k0 == 0",
-        "        last = sym and k1 == l",
-        "        i = i0",
-        f"        while i + {mr} <= i1:",
-        *lines(12, [f"a{r} = Z[i + {r}, k0:k1]" for r in rows]),
-        f"            j = j0 + (i - i0) // {nr} * {nr} if diag else j0",
-        "            r = i - oi",
-        f"            while j + {nr} <= j1:",
-        *lines(16, [f"b{c} = Z[j + {c}, k0:k1]" for c in cols]),
-        *lines(16, [f"s{r}_{c} = 0.0" for r, c in cells]),
-        "                for k in range(kk):",
-        *lines(20, [f"x{r} = a{r}[k]" for r in rows] + [f"y{c} = b{c}[k]" for c in cols]),
-        *lines(20, [f"s{r}_{c} += x{r} * y{c}" for r, c in cells]),
-        "                c = j - oj",
-        *store(16, cells, lambda r, c: f"out[r + {r}, c + {c}]", lambda r, c: f"s{r}_{c}",
-               lambda r, c: f"out[c + {c}, r + {r}]"),
-        f"                j += {nr}",
-        "            while j < j1:",
-        "                b0 = Z[j, k0:k1]",
-        *lines(16, [f"t{r} = 0.0" for r in rows]),
-        "                for k in range(kk):",
-        "                    y0 = b0[k]",
-        *lines(20, [f"t{r} += a{r}[k] * y0" for r in rows]),
-        *store(16, [(r, 0) for r in rows], lambda r, _: f"out[r + {r}, j - oj]", lambda r, _: f"t{r}",
-               lambda r, _: f"out[j - oj, r + {r}]"),
-        "                j += 1",
-        f"            i += {mr}",
-        "        while i < i1:",
-        "            a0 = Z[i, k0:k1]",
-        "            j = i if diag else j0",
-        "            while j < j1:",
-        "                b0 = Z[j, k0:k1]",
-        "                s = 0.0",
-        "                for k in range(kk):",
-        "                    s += a0[k] * b0[k]",
-        *store(16, [(0, 0)], lambda *_: "out[i - oi, j - oj]", lambda *_: "s",
-               lambda *_: "out[j - oj, i - oi]"),
-        "                j += 1",
-        "            i += 1",
-    ]
-    return "\n".join(src) + "\n"
-
-
-#: the generated source of ``block_tile`` (print it to read the register block)
-BLOCK_SOURCE = _block_source(MR, NR)
-_ns: dict = {"__name__": __name__}
-# compiled under this file's name so numba's cache can locate (and invalidate) it with this module
-exec(compile(BLOCK_SOURCE, __file__, "exec"), _ns)
-block_tile = njit(cache=True, fastmath=True, nogil=True)(_ns["block_tile"])
-
-
 # ---------------------------------------------------------------- tiles → R, by thread
 @njit(cache=True, fastmath=True, nogil=True)
 def _finish_tile(R, i0, i1, j0, j1, diag):
@@ -176,10 +102,11 @@ def _finish_tile(R, i0, i1, j0, j1, diag):
 
 
 # Z is either engine rows (n × l, the MR×NR block above) or, where ``panels.applies(tile)``, the
-# tuple (packed panels, n) of ``panels.py`` (its 8 × 24 micro-kernel): the drivers below run
+# tuple (packed panels, n) of ``_panels.py`` (its 8 × 24 micro-kernel): the drivers below run
 # both, picked when numba types Z.
 def _n_vars(Z):
     """Number of variables in the drivers' Z (rows or (panels, n))."""
+    return Z[1] if isinstance(Z, tuple) else Z.shape[0]
 
 
 @overload(_n_vars)
@@ -197,7 +124,7 @@ def _tile_into(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
 @overload(_tile_into)
 def _ov_tile_into(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
     if isinstance(Z, types.BaseTuple):
-        from .panels import panel_tile
+        from ._panels import panel_tile
 
         def impl(Z, i0, i1, j0, j1, diag, kb, out, oi, oj, sym):
             panel_tile(Z[0], Z[1], i0, i1, j0, j1, diag, kb, out, oi, oj, sym)
@@ -323,3 +250,135 @@ def extract_pairs(buf, n, tile, J0, threshold):
                     V[c] = min(1.0, max(-1.0, v))
                     c += 1
     return I, Jx, V
+
+
+# ---------------------------------------------------------------- what the entry points run
+def allpairs(X, tile, schedule, P):
+    """``pearson_allpairs`` on validated X: standardised rows, every tile, constant rows NaN."""
+    Z, const = _standardized_rows(X, P, tile)
+    R, _ = _run_tiles(Z, tile, schedule, P, kb_for(Z))
+    _nan_const(R, const, "X", stacklevel=4)
+    return R
+
+
+def all_tiles(Z, tile, schedule, P, kb=None):
+    """``pcc_threads`` on validated arguments: Z in the engine's form (``engine_input``), then
+    every tile; (R, owner)."""
+    Z = engine_input(Z, tile)
+    return _run_tiles(Z, tile, schedule, P, int(kb_for(Z) if kb is None else kb))
+
+
+def pairs(X, threshold, tile, P, tiles_per_pass, max_pairs):
+    """``correlated_pairs`` on validated arguments: (i, j, r) sorted by (i, j), tile by tile
+    in passes over a reused buffer; constant rows warned about and left out."""
+    n = X.shape[0]
+    Z, const = _standardized_rows(X, P, tile)
+    if const.any():
+        warnings.warn(f"{int(const.sum())} constant row(s) in X (first: {np.flatnonzero(const)[0]}):"
+                      " PCC undefined, they appear in no pair", RuntimeWarning, stacklevel=3)
+    m = -(-n // tile)
+    T = m * (m + 1) // 2
+    if tiles_per_pass is None:
+        tiles_per_pass = max(4 * P, (64 << 20) // (8 * tile * tile))   # ~64 MB buffer
+    I, Jx, V = _pairs_over_range(Z, tile, 0, T, threshold, P, int(tiles_per_pass), max_pairs)
+    order = np.lexsort((Jx, I))
+    return I[order], Jx[order], V[order]
+
+
+def _standardized_rows(X, P, tile=DEFAULT_TILE):
+    """(Z, const): X's rows standardised straight into what the engine runs on for this tile —
+    packed panels ``(Zp, n)`` where ``panels.applies(tile)`` (AVX-512 hosts, tile a multiple
+    of 8), else engine rows (aligned, zero-padded). The same bits of Z either way. A row with a
+    NaN or inf (or too large to standardise) has a non-finite mean or norm, so its first sample
+    in Z is NaN: that raises the ValueError naming the first bad cell."""
+    n, l = X.shape
+    const = np.empty(n, dtype=np.bool_)
+    with use_threads(P):
+        if panels.applies(tile):
+            Zp = panels.panel_rows(n, l)
+            panels.standardize_panels(X, Zp, const)
+            Z, first = (Zp, n), Zp[:, 0, :].ravel()[:n]
+        else:
+            Z = engine_rows(n, l)
+            standardize_into(X, Z, const)
+            first = Z[:, 0]
+    if not np.isfinite(first).all():
+        _require_finite(X)
+        i = int(np.flatnonzero(~np.isfinite(first))[0])
+        raise ValueError(f"X[{i}] overflows float64 when centred and scaled; rescale X first")
+    return Z, const
+
+
+def engine_input(Z, tile=DEFAULT_TILE):
+    """Standardised rows Z (n × l) in the form the engine runs on for this tile: packed panels
+    ``(Zp, n)`` (``panels.as_panels``) or engine rows (``engine.as_engine_rows``). Given to
+    ``pcc_threads``, the kernel is timed without that copy."""
+    if isinstance(Z, tuple):
+        return Z
+    Z = np.asarray(Z, dtype=np.float64)
+    if Z.ndim != 2:
+        raise ValueError(f"Z must be 2-D (n variables × l samples), got shape {Z.shape}")
+    return panels.as_panels(Z) if panels.applies(tile) else as_engine_rows(Z)
+
+
+def kb_for(Z):
+    """Samples per k-block for the engine's form of Z: ``panels.KB`` for packed panels (a tuple),
+    ``engine.KB`` for engine rows. Every path (matrix, buffer passes, MPI ranks) uses it, so
+    they all sum in the same order."""
+    return panels.KB if isinstance(Z, tuple) else KB
+
+
+def _run_tiles(Z, tile, schedule, P, kb):
+    """(R, owner): every tile of Z's all-pairs matrix, handed to P threads by ``schedule``."""
+    n = _n_vars(Z)
+    m = -(-n // tile)
+    T = m * (m + 1) // 2
+    R = aligned_empty((n, n))       # 64-byte rows starts for the blocks' vector stores
+    owner = np.full(T, -1, dtype=np.int64)
+    with use_threads(P):
+        if schedule == "static":
+            pcc_tiles_static(Z, tile, int(kb), P, R, owner)
+        elif schedule == "cyclic":
+            pcc_tiles_cyclic(Z, tile, int(kb), P, R, owner)
+        elif schedule == "dynamic":
+            with numba.parallel_chunksize(1):
+                pcc_tiles_dynamic(Z, tile, int(kb), R, owner)
+        else:
+            pcc_tiles_rows(Z, tile, int(kb), R, owner)
+    return R, owner
+
+
+def _nan_const(R, const, what, stacklevel=3):
+    """NaN in the rows and columns of R of constant variables, with a warning at the caller's
+    caller (``stacklevel``)."""
+    if const.any():
+        idx = np.flatnonzero(const)
+        R[idx, :] = np.nan
+        R[:, idx] = np.nan
+        warnings.warn(f"{len(idx)} constant row(s) in {what} (first: {idx[0]}): PCC is undefined "
+                      "there → NaN in their row and column (as np.corrcoef)",
+                      RuntimeWarning, stacklevel=stacklevel)
+
+
+def _pairs_over_range(Z, tile, J0, J1, threshold, P, tiles_per_pass, max_pairs):
+    """Passes over tile ids [J0, J1): compute into a reused buffer, keep pairs ≥ threshold."""
+    n = _n_vars(Z)
+    buf = np.empty((min(tiles_per_pass, max(1, J1 - J0)), tile, tile))
+    parts_i, parts_j, parts_v = [], [], []
+    total = 0
+    with use_threads(P):
+        for s in range(J0, J1, tiles_per_pass):
+            e = min(J1, s + tiles_per_pass)
+            b = buf[: e - s]
+            tiles_to_buffer(Z, tile, kb_for(Z), s, e, b)
+            i, j, v = extract_pairs(b, n, tile, s, threshold)
+            total += len(i)
+            if total > max_pairs:
+                raise ValueError(f"more than max_pairs={max_pairs} pairs have |r| ≥ {threshold}; "
+                                 "raise the threshold (or max_pairs if you have the memory)")
+            parts_i.append(i)
+            parts_j.append(j)
+            parts_v.append(v)
+    if not parts_i:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    return np.concatenate(parts_i), np.concatenate(parts_j), np.concatenate(parts_v)

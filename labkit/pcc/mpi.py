@@ -14,9 +14,8 @@ from numba import njit
 from labkit._common import check_threads, use_threads
 from labkit._mpi import SerialComm, ranks, world  # noqa: F401 - SerialComm, world re-exported
 
-from . import (DEFAULT_TILE, _check_tile, _check_X, _nan_const, _pairs_over_range, _standardized_rows,
-               kb_for)
-from .engine import tiles_to_buffer
+from .engine import _nan_const, _pairs_over_range, _standardized_rows, kb_for, tiles_to_buffer
+from .inputs import DEFAULT_TILE, _check_tile, _check_X
 from .mapping import _job_coords_nb, rank_tile_range
 
 __all__ = ["distributed_pcc", "SerialComm", "world"]
