@@ -4,7 +4,7 @@ as 8 × 64-bit lanes), derives the other 5 rows from the pair tables, stores the
 vectors and returns the lanes whose χ² bound reaches a limit, all in float32 × 16 — the counts
 never go through memory between the integer phase and the first bound, and the bound's
 reciprocals (vrcp14ps, 3 µops each like vrcp14pd's 8 lanes) cover 16 candidates
-(``dfs._last_stage16``).
+(``_stages._last_stage16``).
 
 Generic LLVM IR apart from vrcp14ps (only where numba compiles for AVX-512, a division
 elsewhere); imports only llvmlite, numba, labkit.jit and ``_intrinsics``.
@@ -59,8 +59,8 @@ def _fused3_v16(typingctx, tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, pa
     n(0, b) − n(1, b) (rows 4 + b), n(a, 2) = par(a) − n(a, 0) − n(a, 1) (rows 6 + a); the
     lane words ``pf`` on prefetched; the prefix row r's genotype 2 from ``pc[r, c]``.
     In 32-bit lanes: ``tab`` and ``lanes`` are uint32 views
-    (offsets and word counts in 32-bit words; ``lanes`` blocked by 16 SNPs, ``dfs._lanes16``),
-    the pair tables float32 in blocks of 16 (``dfs._pair_counts(..., b16=True)``: 12 vectors of 16 per block,
+    (offsets and word counts in 32-bit words; ``lanes`` blocked by 16 SNPs, ``_plan._lanes16``),
+    the pair tables float32 in blocks of 16 (``_stages._pair_counts(..., b16=True)``: 12 vectors of 16 per block,
     ``blk`` the block's first element), ``counts`` float32: row q of class c, genotype g at
     counts[((c·9 + q)·2 + g)·cs + coff]; the χ² sum S in float32 (rounding < 2**-19 beside
     vrcp14ps' 2**-14); returns the 16-bit mask of the lanes with S ≥ lim (lim rounded down)."""

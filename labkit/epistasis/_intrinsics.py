@@ -2,7 +2,7 @@
 of the depth-first search, the vectorised MI gathers and χ² bound, the counts' subtraction,
 Muła's AVX2 ``pshufb`` lookup.
 
-Used by the @njit kernels in ``kernels.py`` and ``dfs.py``; imports only llvmlite, numba and
+Used by the @njit kernels in ``kernels.py`` and ``_stages.py``; imports only llvmlite, numba and
 labkit.jit (whether numba compiles for AVX-512).
 """
 from __future__ import annotations

@@ -1,16 +1,21 @@
 """Lab 04's search plan in plain Python: when the order-3 pair tables are kept, segment and batch
 sizes from the caches, first-SNP tasks dealt to threads by their triangular work, the first-SNP
-ranges of MPI ranks, and the operation counts of the search (``search_stats``). Imports only
-numpy and labkit tools — never the package.
+ranges of MPI ranks, the operation counts of the search (``search_stats``), and the plan itself
+(``_Plan``, made from the search's arguments by ``_make_plan``). Never imports the package.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
 from labkit import hardware
+from labkit._common import check_threads, positive_int
+
+from .inputs import Encoded, _check_order
+from .kernels import nlogn_table
 
 
 #: the pair tables (``_pair_counts``: 12 int64 per SNP pair) are used up to this many bytes
@@ -152,3 +157,65 @@ def _lanes16(lanes4):
     L[:nb] = lanes4
     h = L.view(np.uint32).reshape(-1, 2, 2, W, 8, 2)           # (b, half-block, g, W, t, lo/hi)
     return np.ascontiguousarray(h.transpose(0, 2, 3, 5, 1, 4)).reshape(-1)
+
+
+@dataclass
+class _Plan:
+    """A search ready to run: the table, its arguments checked, segments, the MI table, the
+    first-SNP tasks in chunks (progress steps) dealt to the threads."""
+
+    enc: object               # the Encoded table
+    order: int
+    top: int
+    threads: int
+    block: int
+    batch: int
+    segs: np.ndarray
+    nlogn: np.ndarray
+    combos: int
+    chunks: list = field(default_factory=list)
+    phases: int = 3           # 1 = prefix tables, 2 = + counts, 3 = + MI (see _search_kernel)
+    pairs: bool = False       # order 3: pair tables of every SNP with every later one (_pair_counts)
+
+
+def _make_plan(enc: Encoded, order, top, threads, block, batch, progress, first=None) -> _Plan:
+    """Validate the search arguments; split the first-SNP tasks (all, or the range ``first`` =
+    (lo, hi) of one MPI rank) over threads (and progress steps)."""
+    order = _check_order(order, enc.n_snps)
+    top = positive_int(top, "top", hint="combinations to return")
+    threads = check_threads(threads)
+    block = positive_int(default_block(order) if block is None else block, "block",
+                         hint="individuals per segment")
+    block_words = max(8, -(-block // 512) * 8)
+    batch = positive_int(default_batch(order) if batch is None else batch, "batch",
+                         hint="tables per MI phase")
+    batch = -(-batch // 8) * 8
+    rows = (3 ** order - 1) // 2
+    mem = rows * enc.words * 8 + int(batch) * 4 * 3 ** (order - 1) * 8
+    if mem * threads > (1 << 30):
+        raise ValueError(f"order {order} needs {mem * threads / 2**30:.1f} GiB of prefix tables "
+                         "for this many individuals; lower the order or the batch")
+    n = enc.n_snps
+    combos = math.comb(n, order)
+    work = _task_work(n, order)
+    ids = np.arange(n) if order > 1 else np.arange(n)
+    if order > 1:
+        ids = ids[: n - order + 1]
+    if first is not None:
+        ids = ids[(ids >= first[0]) & (ids < first[1])]
+        combos = int(work[ids].sum()) if order > 1 else int(ids.size)
+    if progress is None:
+        progress = combos * 3 ** order * enc.words > 5e10
+    nchunks = 1 if not progress else min(50, max(1, len(ids) // (4 * threads)))
+    # contiguous chunks of roughly equal work (progress bar steps)
+    cum = np.cumsum(work[ids])
+    edges = (np.searchsorted(cum, np.linspace(0, cum[-1], nchunks + 1)[1:-1]) if ids.size
+             else [])
+    parts = [p for p in np.split(ids, edges) if p.size]
+    chunks = [(_assign(p, int(threads)), int(sum(math.comb(n - 1 - int(x), order - 1)
+                                                for x in p)) if order > 1 else p.size)
+              for p in parts]
+    return _Plan(enc, order, int(top), int(threads), block_words * 64, int(batch),
+                 _segments(enc.case_words, enc.control_words, block_words),
+                 nlogn_table(enc.n_cases + enc.n_controls), combos, chunks,
+                 pairs=use_pair_tables(enc.n_snps, order))

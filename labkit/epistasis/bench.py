@@ -13,7 +13,7 @@ from labkit.bench import Target, ratio_of, throughput_of
 
 from ._intrinsics import _popcount_v8
 
-from . import (Encoded, _bench_popcount_inputs, _numpy_popcount, _plan, _run_plan, encode,
+from . import (Encoded, _bench_popcount_inputs, _make_plan, _numpy_popcount, _run_plan, encode,
                make_inputs, popcount_hw, popcount_hw_scalar, popcount_mula, popcount_table, search,
                use_pair_tables, validate)
 
@@ -42,7 +42,7 @@ def entry_table(inp, repeat: int = 5):
     (encoding, plan and selection included) beside the kernel it runs on the encoded, planned
     input (``_run_plan``), one thread, CPU seconds, best of interleaved repeats."""
     enc = encode(inp.genotypes, inp.labels)
-    plan = _plan(enc, inp.order, inp.top, 1, None, None, False)
+    plan = _make_plan(enc, inp.order, inp.top, 1, None, None, False)
     expected = search(enc, None, order=inp.order, top=inp.top, threads=1, progress=False)
     funcs = {"search(genotypes, labels)":
              lambda: search(inp.genotypes, inp.labels, order=inp.order, top=inp.top, threads=1,
@@ -165,7 +165,7 @@ def phase_times(genotypes, labels=None, order: int = 3, threads: int = 1, repeat
     ``"total"``, ``"cells"`` (combinations × 3**order) and the ``BenchResult``.
     """
     enc = genotypes if isinstance(genotypes, Encoded) else encode(genotypes, labels)
-    plan = _plan(enc, order, 10, threads, None, None, False)
+    plan = _make_plan(enc, order, 10, threads, None, None, False)
     funcs = {f"up to {name}": (lambda p=p: _run_plan(dataclasses.replace(plan, phases=p), False))
              for p, name in ((1, "prefix tables"), (2, "counts"), (3, "MI"))}
     res = bench.compare(funcs, (), repeat=repeat, min_time=min_time, clock="cpu",

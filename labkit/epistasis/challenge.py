@@ -228,7 +228,7 @@ hints.define(
 
 @exercise("epistasis_challenge", points=4,
           answers=("labkit.epistasis:search", "labkit.epistasis:encode",
-                   "labkit.epistasis.dfs:_search_kernel"))
+                   "labkit.epistasis.engine:_search_kernel"))
 def check_epistasis_challenge(student):
     """The top-k order-3 interactions from genotypes and labels, as fast as you can: graded on a
     scale from the starting point (0) to labkit's ``search`` (full points)."""

@@ -231,8 +231,8 @@ def _expected_table(bits, combo):
     return t
 
 
-@exercise("prefix_reuse", points=2, answers=("labkit.epistasis.dfs:_search_kernel",
-                                             "labkit.epistasis.dfs:_build_level",
+@exercise("prefix_reuse", points=2, answers=("labkit.epistasis.engine:_search_kernel",
+                                             "labkit.epistasis._stages:_build_level",
                                              "labkit.epistasis:search"))
 def check_prefix_reuse(student):
     """``student(bits, order, extend, visit)`` calls ``visit(combo, table)`` once for every

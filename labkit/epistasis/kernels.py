@@ -2,7 +2,7 @@
 register, Muła, hardware scalar and ``<8 x i64>``), fused combine + popcount of a prefix table with one SNP, contingency tables of one
 combination, mutual information (branchy, masked, n·ln n lookup) one table or a batch at a time.
 
-The depth-first search kernels are in ``dfs.py``. Imports only numpy/numba and labkit tools —
+The depth-first search kernels are in ``engine.py`` and ``_stages.py``. Imports only numpy/numba and labkit tools —
 never the package ``__init__``.
 """
 from __future__ import annotations

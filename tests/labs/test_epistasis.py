@@ -88,11 +88,11 @@ def test_lanes16_and_pairs16_layout():
     """The 16-lane views of ``_last_stage16``: 32-bit word w of genotype row g of SNP 16b + t at
     ((b·2 + g)·2W + w)·16 + t; pair counts q of SNP 16b + t at (b·12 + q)·16 + t, the same
     values as the 8-SNP blocks'."""
-    from labkit.epistasis import dfs
+    from labkit.epistasis import _plan, _stages
     inp = ep.make_inputs({"snps": 21, "individuals": 200}, seed=1)
     enc = ep.encode(inp.genotypes, inp.labels)
     W = enc.words
-    L = dfs._lanes16(enc.lanes).reshape(-1, 2, 2 * W, 16)
+    L = _plan._lanes16(enc.lanes).reshape(-1, 2, 2 * W, 16)
     assert L.shape[0] == 2 and L.dtype == np.uint32
     for s in range(21):
         for gt in range(2):
@@ -101,8 +101,8 @@ def test_lanes16_and_pairs16_layout():
     assert not L[1, :, :, 5:].any()
     segs = np.array([[0, enc.case_words, 1], [enc.case_words, W, 0]])
     npad = enc.lanes.shape[0] * 8
-    pairs, none16 = dfs._pair_counts(enc.bits, enc.lanes, segs, npad)
-    none, p16 = dfs._pair_counts(enc.bits, enc.lanes, segs, npad, True)
+    pairs, none16 = _stages._pair_counts(enc.bits, enc.lanes, segs, npad)
+    none, p16 = _stages._pair_counts(enc.bits, enc.lanes, segs, npad, True)
     assert none.shape[0] == 0 and none16.shape[0] == 0 and p16.dtype == np.float32
     P = p16.reshape(21, -1, 12, 16)
     for j in range(21):
@@ -170,12 +170,12 @@ def test_search_order3_pair_tables_and_mi_bound(pairs, n_ind, top, monkeypatch):
     """Order 3 with and without the pair tables (the first SNP's genotype 2 derived from the pair
     of the other two), ragged individual counts, top lists small (the chi-square bound skips most
     MIs) and complete (9 SNPs: every triple kept)."""
-    from labkit.epistasis import plan
+    from labkit.epistasis import _plan as plan
     if not pairs:
         monkeypatch.setattr(plan, "PAIR_TABLE_BYTES", 0)
     snps = 9 if top == 84 else 23
     inp = ep.make_inputs({"snps": snps, "individuals": n_ind}, seed=n_ind)
-    assert ep._plan(ep.encode(inp.genotypes, inp.labels), 3, top, 1, None, None,
+    assert ep._make_plan(ep.encode(inp.genotypes, inp.labels), 3, top, 1, None, None,
                     False).pairs is pairs
     ref = ep.reference_search(inp.genotypes, inp.labels, order=3, top=top)
     for threads in (1, 2):
@@ -507,7 +507,7 @@ def test_search_comm_merges_top_exactly(size):
     others = {}
     for r in range(size):
         first = ep.rank_snp_range(r, size, enc.n_snps, 3)
-        plan = ep._plan(enc, 3, 12, 1, None, None, False, first=first)
+        plan = ep._make_plan(enc, 3, 12, 1, None, None, False, first=first)
         others[r] = ep._select(*ep._candidates(plan, False), 3, 12)
     for r in range(size):
         got = ep.search(enc, None, order=3, top=12, comm=_Rank(r, size, {"others": others}))

@@ -7,7 +7,7 @@ import pytest
 from numba import njit
 
 from labkit import epistasis as ep
-from labkit.epistasis import dfs
+from labkit.epistasis import _plan, _stages
 from labkit.epistasis._fused import _fused3_v16
 from labkit.epistasis._intrinsics import _chi_rows, _taylor_rows
 
@@ -86,7 +86,7 @@ def test_mi_bounds_hold(kind, R, n_cases, n_controls, dtype):
 
 def test_search_module_uses_both_bounds():
     import inspect
-    src = inspect.getsource(dfs._last_stage)
+    src = inspect.getsource(_stages._last_stage)
     assert "_chi_rows" in src and "_taylor_rows" in src
 
 
@@ -124,9 +124,9 @@ def test_fused16_counts_and_chi_bound(n_cases, n_controls, maf):
             tab[q * W:(q + 1) * W] = enc.bits[0, r] & enc.bits[1, g]
             for c, sl in ((1, slice(0, cw)), (0, slice(cw, W))):
                 pc[q, c] = int(np.bitwise_count(tab[q * W:(q + 1) * W][sl]).sum())
-    _, p16 = dfs._pair_counts(enc.bits, enc.lanes, np.array([[0, cw, 1], [cw, W, 0]]),
+    _, p16 = _stages._pair_counts(enc.bits, enc.lanes, np.array([[0, cw, 1], [cw, W, 0]]),
                               enc.lanes.shape[0] * 8, True)
-    lanes16 = dfs._lanes16(enc.lanes)[2 * 2 * W * 16:]         # candidates 16 … 31 → block 1
+    lanes16 = _plan._lanes16(enc.lanes)[2 * 2 * W * 16:]         # candidates 16 … 31 → block 1
     cand = range(16, 18)
     countsf = np.zeros(36 * 16 + 16, dtype=np.float32)
     S = np.zeros(16)
