@@ -1,7 +1,9 @@
 """The lab contract (DESIGN.md §3), checked for every lab in ``labkit.registry``.
 
-Each lab is one package with the same files, the same contract names with the same shapes, its
-exercise checks registered, a notebook source, an executed solution and a student copy.
+Each lab is one package with the same files for the same roles (the template of
+``labkit.registry``: ``TEMPLATE``, ``OPTIONAL`` and each lab's declared ``topics``), the same
+contract names with the same shapes, its exercise checks registered, a notebook source, an
+executed solution and a student copy.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from labkit import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = registry.LABS
-FILES = ("__init__.py", "kernels.py", "bench.py", "checks.py")
+FILES = tuple(registry.TEMPLATE)
 
 
 @pytest.fixture(scope="module", params=LABS, ids=[l.name for l in LABS])
@@ -34,10 +36,45 @@ def test_registry_is_consistent():
         registry.get("nosuchlab")
 
 
+def _template(lab) -> tuple[str, ...]:
+    """The template files this lab must have (``challenge.py`` only where its entry says so)."""
+    return tuple(f for f in FILES if lab.challenge or f != "challenge.py")
+
+
 def test_same_files(lab):
     pkg = ROOT / "labkit" / lab.name
-    missing = [f for f in FILES if not (pkg / f).is_file()]
+    missing = [f for f in _template(lab) if not (pkg / f).is_file()]
     assert not missing, f"labkit/{lab.name}/ lacks {missing} (every lab has {FILES})"
+
+
+def test_no_undeclared_public_module(lab):
+    """Every public module of a lab is a template file, an optional one or a declared topic;
+    helpers are private (``_name.py``). No sub-packages."""
+    pkg = ROOT / "labkit" / lab.name
+    topics = {f"{name}.py" for name, _ in lab.topics}
+    allowed = set(_template(lab)) | set(registry.OPTIONAL) | topics
+    private = [p.name for p in pkg.glob("_*.py") if not p.name.startswith("__")]
+    extra = sorted(p.name for p in pkg.glob("*.py") if p.name not in allowed | set(private))
+    assert not extra, (f"labkit/{lab.name}/ has public modules {extra} that are neither in the "
+                       f"template nor declared in its registry entry's topics (or rename them _x.py)")
+    subdirs = sorted(p.name for p in pkg.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert not subdirs, f"labkit/{lab.name}/ has sub-packages {subdirs}: a lab is one flat package"
+
+
+def test_topics_are_declared_once_with_a_role(lab):
+    pkg = ROOT / "labkit" / lab.name
+    names = [name for name, _ in lab.topics]
+    assert len(set(names)) == len(names), names
+    for name, role in lab.topics:
+        assert (pkg / f"{name}.py").is_file(), f"labkit/{lab.name}: topic {name!r} has no module"
+        assert f"{name}.py" not in FILES and f"{name}.py" not in registry.OPTIONAL, name
+        assert not name.startswith("_") and role.strip(), (name, role)
+
+
+def test_template_roles():
+    assert list(registry.TEMPLATE)[:2] == ["__init__.py", "inputs.py"]
+    assert all(role.strip() for role in {**registry.TEMPLATE, **registry.OPTIONAL}.values())
+    assert not set(registry.TEMPLATE) & set(registry.OPTIONAL)
 
 
 def test_contract_names(lab):

@@ -37,7 +37,7 @@ import numpy as np
 from labkit._common import positive_int
 
 from . import engine
-from .engine import TILE, align_shifted, align_shifted_serial, fits_shifted
+from .engine import TILE, align_shifted, align_shifted_serial, fits_shifted  # noqa: F401
 from .inputs import SIZES, Inputs, _as_codes, make_inputs
 from .kernels import (_scalar_pair, align_batched,  # _scalar_pair: the notebook inspects it
                       align_batched_serial, align_scalar, align_transposed,
