@@ -9,135 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from labkit import bench
-from labkit._common import use_threads
 from labkit.bench import Target, ratio_of
 
-from . import evaluate_vgh
-from .engine import _batch_aos
-from .inputs import BsplineInputs, _unpack, make_inputs
-from .kernels import _batch_tiles, _batch_tiles_blocked, _walker_tiles, prefactors
-from .layouts import aligned_empty, stream_stride
+from ._workloads import (Workload, _EntryWorkload, _ScipyWorkload,  # noqa: F401 - re-exported
+                         ndbspline_of, ndbspline_vgh)
+from .inputs import BsplineInputs, make_inputs
+from .layouts import aligned_empty
 from .reference import FLOAT32_RTOL
 
 __all__ = ["Workload", "ndbspline_vgh", "ndbspline_of", "TARGETS", "run_benchmark",
            "time_interleaved", "paired_rounds", "thread_scaling", "ndbspline_chunk_sweep", "tile_sweep",
            "layout_throughputs"]
-
-
-# ----------------------------------------------------------------------------- peer: scipy NdBSpline
-def ndbspline_vgh(spline, positions):
-    """Value, gradient and Hessian by ``scipy.interpolate.NdBSpline`` (10 derivative calls):
-    the independent library the kernels are compared with; ``spline`` from :func:`ndbspline_of`."""
-    pos = np.asarray(positions, dtype=np.float64)
-    out = [spline(pos, nu=nu) for nu in ((0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (2, 0, 0),
-                                         (1, 1, 0), (1, 0, 1), (0, 2, 0), (0, 1, 1), (0, 0, 2))]
-    return out
-
-
-def ndbspline_of(inputs):
-    """The same periodic spline as a ``scipy.interpolate.NdBSpline`` (knots Δ·arange(-3, n+4),
-    coefficients extended modulo n): positions must already lie in the box."""
-    from scipy.interpolate import NdBSpline
-
-    coefs, lengths = _unpack(inputs)
-    grid = coefs.shape[:3]
-    knots = tuple((L / n) * np.arange(-3, n + 4) for n, L in zip(grid, lengths))
-    ext = coefs[np.ix_(*[np.arange(n + 3) % n for n in grid])].astype(np.float64, copy=False)
-    return NdBSpline(knots, ext, 3)
-
-
-# ----------------------------------------------------------------------------- prepared workloads
-class Workload:
-    """Prepared arguments for timing one layout on fixed inputs (no allocation inside the call).
-
-    ``batch``: evaluate that many positions per call, stepping through all of ``inputs.positions``
-    from call to call (as QMC moves to new random positions). Needed on a big grid: re-using the
-    same few positions would re-read the same coefficients, which then sit in cache."""
-
-    def __init__(self, inputs: BsplineInputs, layout: str, tile: int | None = None,
-                 threads: int = 1, walker: bool = False, batch: int | None = None,
-                 blocked: bool = False):
-        self.inputs, self.layout, self.threads, self.walker = inputs, layout, threads, walker
-        if blocked and (layout == "aos" or walker):
-            raise ValueError("blocked=True is for layout 'soa'/'aosoa' over positions (walker=False)")
-        coefs = inputs.coefs
-        self.idx, self.pref = prefactors(inputs.positions, inputs.grid, inputs.lengths,
-                                         dtype=coefs.dtype)
-        P, N = self.idx.shape[0], inputs.n
-        self.batch = P if batch is None else max(1, min(int(batch), P))
-        self.chunks = P // self.batch
-        self.step = 0
-        B = self.batch
-        if layout == "aos":
-            self.outs = (aligned_empty((B, N), coefs.dtype), aligned_empty((B, N, 3), coefs.dtype),
-                         aligned_empty((B, N, 3, 3), coefs.dtype))
-            self.data = (coefs,)
-            self.kernel = _batch_aos
-        else:
-            tc = coefs.reshape((1,) + coefs.shape) if layout == "soa" else inputs.tiled(tile)
-            q = 1 if walker else B
-            self.outs = (aligned_empty((q, tc.shape[0], 10,
-                                        stream_stride(tc.shape[4], coefs.dtype)), coefs.dtype),)
-            self.data = (tc,)
-            self.kernel = (_walker_tiles if walker else
-                           _batch_tiles_blocked if blocked else _batch_tiles)
-        self.work = B * N
-
-    @property
-    def args(self) -> tuple:
-        """The kernel's arguments for the next call (the next batch of positions)."""
-        lo = (self.step % self.chunks) * self.batch
-        return self.data + (self.idx[lo:lo + self.batch], self.pref[lo:lo + self.batch]) + self.outs
-
-    def __call__(self):
-        """Run the kernel once on the next batch of positions with the chosen number of threads."""
-        args = self.args
-        self.step += 1
-        with use_threads(self.threads, clamp=True):
-            self.kernel(*args)
-
-
-class _ScipyWorkload:
-    """scipy NdBSpline VGH over the same rotating batches of positions as Workload.
-
-    ``chunk``: positions per NdBSpline call inside a batch (default: the whole batch in one
-    call). NdBSpline makes one pass over the coefficients per derivative (10 for VGH); with a
-    few positions per call the 2nd…10th passes find the rows still in L2/L3 — its fastest use on
-    a big grid. ``spline``: a prebuilt :func:`ndbspline_of` (its coefficient copy is big)."""
-
-    def __init__(self, inputs: BsplineInputs, batch: int | None = None, chunk: int | None = None,
-                 spline=None):
-        self.spline = ndbspline_of(inputs) if spline is None else spline
-        self.pos = np.mod(inputs.positions, np.asarray(inputs.lengths))
-        P = len(self.pos)
-        self.batch = P if batch is None else max(1, min(int(batch), P))
-        self.chunk = self.batch if chunk is None else max(1, min(int(chunk), self.batch))
-        self.chunks, self.step = P // self.batch, 0
-        self.work = self.batch * inputs.n
-
-    def __call__(self):
-        lo = (self.step % self.chunks) * self.batch
-        self.step += 1
-        return [ndbspline_vgh(self.spline, self.pos[c:min(c + self.chunk, lo + self.batch)])
-                for c in range(lo, lo + self.batch, self.chunk)]
-
-
-class _EntryWorkload:
-    """The friendly entry point on its natural input and output: ``evaluate_vgh(coefs,
-    positions, **kw)`` on bare coefficients and the next batch of raw positions, returning the
-    canonical arrays (allocated by the call, as a user gets them); numba limited to
-    ``threads`` around the call (the kernel rows run on one thread)."""
-
-    def __init__(self, inputs: BsplineInputs, batch: int, threads: int = 1, **kw):
-        self.coefs, self.pos, self.kw, self.threads = inputs.coefs, inputs.positions, kw, threads
-        self.batch = max(1, min(int(batch), len(self.pos)))
-        self.chunks, self.step = len(self.pos) // self.batch, 0
-
-    def __call__(self):
-        lo = (self.step % self.chunks) * self.batch
-        self.step += 1
-        with use_threads(self.threads, clamp=True):
-            return evaluate_vgh(self.coefs, self.pos[lo:lo + self.batch], **self.kw)
 
 
 def _roof_table(res, name: str, bytes_per_item: int, work: int):
@@ -254,30 +136,50 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
     """The lab's measured claims, as a dict name → BenchResult (throughput in VGH/s):
     layouts on a cache-resident and on the seed's grid, scipy, tile sizes, nested threading."""
     sz = _bench_sizes(size)
-    results = {}
     kw = dict(repeat=repeat, min_time=min_time, unit="VGH")
+    results = {"layouts, cache-resident grid": _cache_layouts(sz, kw)}
+    results.update(_seed_grid(sz, kw))
+    results["scipy, small problem"] = _scipy_small(sz, kw)
+    results["tile size"] = _tile_sizes(sz, kw)
+    results.update(_nested_threads(sz, kw, min_time))
+    return results
 
-    # 1. AoS → SoA → AoSoA, cache-resident grid, one thread
+
+def _cache_layouts(sz: dict, kw: dict):
+    """1. AoS → SoA → AoSoA, cache-resident grid, one thread."""
     x = make_inputs(sz["cache"])
     g = "×".join(map(str, x.grid))
-    results["layouts, cache-resident grid"] = bench.compare(
+    return bench.compare(
         {"aos": Workload(x, "aos"), "soa": Workload(x, "soa"),
          "aosoa Nb=64": Workload(x, "aosoa", tile=64),
          "soa blocked": Workload(x, "soa", blocked=True)},
         (), baseline="aos", work=x.n * len(x.positions),
         label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread", **kw)
-    del x
 
-    # 2. the seed's grid (coefficients far beyond the last-level cache), plus scipy
+
+def _seed_grid(sz: dict, kw: dict) -> dict:
+    """2. The seed's grid (coefficients far beyond the last-level cache): the layouts beside
+    scipy, the entry point beside its kernel, the memory roof, float32 beside float64."""
     x = make_inputs(sz["seed"])
+    c32 = aligned_empty(x.coefs.shape, np.float32)
+    c32[...] = x.coefs
+    x32 = BsplineInputs(coefs=c32, positions=x.positions, lengths=x.lengths)
+    B = sz["seed_batch"]
+    out = {"layouts, seed grid": _seed_layouts(x, x32, sz, kw)}
+    out["entry point, seed grid"] = _seed_entry(x, B, kw)
+    out["memory roof, seed grid"] = _roof_table(out["entry point, seed grid"],
+                                                "soa blocked kernel", 64 * 8 + 10 * 8, x.n * B)
+    out["precision, seed grid"] = _seed_precision(x, x32, B, kw)
+    return out
+
+
+def _seed_layouts(x, x32, sz: dict, kw: dict):
+    """The headline claim (best labkit VGH vs NdBSpline) on the seed's grid."""
     g = "×".join(map(str, x.grid))
     B, C = sz["seed_batch"], sz["scipy_chunk"]
     spline = ndbspline_of(x)
     whole = f"scipy NdBSpline, {B} per call"
     best = f"scipy NdBSpline, {C} per call"
-    c32 = aligned_empty(x.coefs.shape, np.float32)
-    c32[...] = x.coefs
-    x32 = BsplineInputs(coefs=c32, positions=x.positions, lengths=x.lengths)
     # The headline claim (best labkit VGH vs NdBSpline), in one interleaved table with more
     # repeats than the rest (NdBSpline's scalar loops are the noisiest rows). NdBSpline twice:
     # called on a whole batch (as one would: beyond a few dozen positions its rate no longer
@@ -292,65 +194,78 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
         (), baseline=whole, work=x.n * B,
         label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread, {B} new positions "
               f"per call; float64 unless named (float32: coefficients rounded, agrees to "
-              f"{FLOAT32_RTOL:g} relative)", **dict(kw, repeat=max(repeat, 9)))
+              f"{FLOAT32_RTOL:g} relative)", **dict(kw, repeat=max(kw["repeat"], 9)))
     res.label += (f"; vs NdBSpline {C} per call: soa blocked "
                   f"{res.ratio('soa blocked', best):.1f}×, float32 "
                   f"{res.ratio('soa blocked float32', best):.1f}×")
-    results["layouts, seed grid"] = res
-    del spline
-    # the entry point on its natural call (bare coefficients, raw positions, canonical output,
-    # default arguments) beside the kernel it runs, and the fast SoA-output path
-    results["entry point, seed grid"] = bench.compare(
+    return res
+
+
+def _seed_entry(x, B: int, kw: dict):
+    """The entry point on its natural call (bare coefficients, raw positions, canonical output,
+    default arguments) beside the kernel it runs, and the fast SoA-output path."""
+    g = "×".join(map(str, x.grid))
+    return bench.compare(
         {"soa blocked kernel": Workload(x, "soa", batch=B, blocked=True),
          "evaluate_vgh(coefs, positions)": _EntryWorkload(x, B),
          "evaluate_vgh(..., output='soa')": _EntryWorkload(x, B, output="soa")},
         (), baseline="soa blocked kernel", work=x.n * B,
         label=f"{g} grid, N={x.n}, 1 thread, {B} new positions per call, CPU time; the entry "
               "point allocates and fills the canonical (P, N), (P, N, 3), (P, N, 3, 3) float64 "
-              "arrays", clock="cpu", **dict(kw, repeat=max(repeat, 7)))
-    results["memory roof, seed grid"] = _roof_table(results["entry point, seed grid"],
-                                                    "soa blocked kernel", 64 * 8 + 10 * 8, x.n * B)
-    results["precision, seed grid"] = bench.compare(
+              "arrays", clock="cpu", **dict(kw, repeat=max(kw["repeat"], 7)))
+
+
+def _seed_precision(x, x32, B: int, kw: dict):
+    """float32 coefficients beside float64: half the bytes per coefficient."""
+    g = "×".join(map(str, x.grid))
+    return bench.compare(
         {"soa float64": Workload(x, "soa", batch=B), "soa float32": Workload(x32, "soa", batch=B),
          "soa blocked float64": Workload(x, "soa", batch=B, blocked=True),
          "soa blocked float32": Workload(x32, "soa", batch=B, blocked=True)},
         (), baseline="soa float64", work=x.n * B,
         label=f"{g} grid, N={x.n}, 1 thread: half the bytes per coefficient "
               f"(float32 agrees to {FLOAT32_RTOL:g} relative)", **kw)
-    del x, x32
 
+
+def _scipy_small(sz: dict, kw: dict):
+    """SoA beside scipy on a small problem, whole batch and chunks per NdBSpline call."""
+    C = sz["scipy_chunk"]
     x = make_inputs(sz["scipy_small"])
     P = len(x.positions)
-    results["scipy, small problem"] = bench.compare(
+    return bench.compare(
         {f"scipy NdBSpline, {P} per call": _ScipyWorkload(x),
          f"scipy NdBSpline, {C} per call": _ScipyWorkload(x, chunk=C),
          "soa": Workload(x, "soa"), "soa blocked": Workload(x, "soa", blocked=True)},
         (), baseline=f"scipy NdBSpline, {P} per call", work=x.n * P,
         label=f"{'×'.join(map(str, x.grid))} grid, N={x.n}, 1 thread", **kw)
-    del x
 
-    # 3. tile size: AoSoA vs SoA at N ≥ 1024, one thread
+
+def _tile_sizes(sz: dict, kw: dict):
+    """3. Tile size: AoSoA vs SoA at N ≥ 1024, one thread."""
     x = make_inputs(sz["tiles"])
     funcs = {"soa": Workload(x, "soa")}
     for t in sz["tiles_list"]:
         funcs[f"aosoa Nb={t}"] = Workload(x, "aosoa", tile=t)
-    results["tile size"] = bench.compare(
+    return bench.compare(
         funcs, (), baseline="soa", work=x.n * len(x.positions),
         label=f"{'×'.join(map(str, x.grid))} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread",
         **kw)
-    del x, funcs
 
-    # 4. nested threading: one walker's moves, each move's tiles over 2 threads; and walkers × tiles.
+
+def _nested_threads(sz: dict, kw: dict, min_time: float) -> dict:
+    """4. Nested threading: one walker's moves, each move's tiles over 2 threads; and walkers ×
+    tiles."""
     # Best of 15 interleaved repeats, wall time: a move is tens of µs of work, and on a machine
     # shared with other jobs one preempted thread stalls it for a scheduler slice — the median
     # then measures the other jobs, the best repeat the one where both threads had a core.
     x = make_inputs(sz["nested"])
     nt = sz["nested_tile"]
     lab = f"{'×'.join(map(str, x.grid))} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}"
-    kt = dict(kw, repeat=max(repeat, 15), min_time=min(min_time, 0.01), stat="best")
+    kt = dict(kw, repeat=max(kw["repeat"], 15), min_time=min(min_time, 0.01), stat="best")
     # The host is read before and after each table: while other processes took a core, the
     # 2-thread rows print "not measurable now (load …)" and their targets are not judged.
-    results["nested threading, one walker"] = bench.measured_idle(
+    out = {}
+    out["nested threading, one walker"] = bench.measured_idle(
         bench.compare,
         {"soa, 1 thread": Workload(x, "soa", walker=True),
          f"aosoa Nb={nt}, 1 thread": Workload(x, "aosoa", tile=nt, walker=True),
@@ -358,13 +273,13 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
         (), baseline="soa, 1 thread", work=x.n * len(x.positions),
         label=lab + ", moves one after another (time-to-solution)",
         rows=[f"aosoa Nb={nt}, 2 threads"], **kt)
-    results["walkers × tiles, threads"] = bench.measured_idle(
+    out["walkers × tiles, threads"] = bench.measured_idle(
         bench.compare,
         {"1 thread": Workload(x, "aosoa", tile=nt), "2 threads": Workload(x, "aosoa", tile=nt,
                                                                           threads=2)},
         (), baseline="1 thread", work=x.n * len(x.positions),
         label=lab + f", Nb={nt}, positions × tiles in one prange", **kt)
-    return results
+    return out
 
 
 # ----------------------------------------------------------------------------- timing helpers (notebook, checks)

@@ -5,8 +5,6 @@ last tile, no allocation per tile), ``flat_tiles`` (positions × tiles in one ``
 threads judged by wall time) and ``vgh_cost`` (FLOP and DRAM bytes per VGH for the roofline)."""
 from __future__ import annotations
 
-import time
-
 import numba
 import numpy as np
 
@@ -14,9 +12,10 @@ from labkit import hints
 from labkit.check import (CheckFailure, exercise, fma_gate, mismatch, note, require_njit, rng,
                           speed_enforced, speed_gate, vectorized_gate)
 from labkit.check.guard import Guard, unwrap
-from labkit.check.speed import Measurement, _Student
+from labkit.check.speed import _Student
 
 from . import STREAMS, flops_per_eval, make_inputs, new_output, prefactors, to_aosoa
+from ._threading import _no_nested_prange, _thread_ratios, _threads_used, parallel_gate
 from .kernels import _batch_tiles, vgh_aos, vgh_soa
 
 #: labkit's own tile drivers: handing one of them in (or calling it) is "uses labkit's answer".
@@ -130,36 +129,6 @@ def _alloc_count() -> int:
         return int(rtsys.get_allocation_stats().alloc)
 
 
-def parallel_gate(fn, signature) -> None:
-    """A numba parallel loop (``prange`` under ``parallel=True``) in the compiled function."""
-    from labkit import inspect as lk_inspect
-    from labkit.check.gates import judged
-
-    disp, signature = judged(fn, signature, "technique missing")   # the code that runs
-    ir = str(lk_inspect.llvm_ir(disp, signature))
-    if not disp.targetoptions.get("parallel") or "__numba_parfor_gufunc" not in ir:
-        raise CheckFailure("technique missing", "no parallel loop in your compiled code — "
-                                                "@njit(parallel=True) and a prange over the tiles")
-    note("parallel loop present")
-
-
-def _threads_used(student, r) -> dict | None:
-    """{shape: the most threads that ran one block of the student's code} for one walker × 16
-    tiles and 16 walkers × one tile (:func:`labkit.check.executed.threads_per_block`), or None
-    when the probe cannot count."""
-    from labkit.check.executed import threads_per_block
-    out = {}
-    for label, (P, M) in (("one walker, 16 tiles", (1, 16)), ("16 walkers, one tile", (16, 1))):
-        Nb, grid = 8, (4, 4, 4)
-        tc = to_aosoa(r.standard_normal(grid + (M * Nb,)), Nb)
-        idx, pref = prefactors(r.random((P, 3)), grid)
-        n = threads_per_block(student, (tc, idx, pref, np.empty((P, M, 10, Nb))))
-        if n is None:
-            return None
-        out[label] = n
-    return out
-
-
 def _tile_case(r, grid, N, Nb):
     coefs = r.standard_normal(tuple(grid) + (N,))
     pos = r.random((1, 3))
@@ -222,76 +191,6 @@ FLAT_MACHINE_MIN = 1.2
 FLAT_NOISE = 0.5
 
 
-def _timed(fn, args, th, loops):
-    numba.set_num_threads(th)
-    if isinstance(fn, _Student):         # the student: own copies, verified after the sample
-        return fn.time(loops, clock=time.perf_counter)
-    t0 = time.perf_counter()
-    for _ in range(loops):
-        fn(*args)
-    return (time.perf_counter() - t0) / loops
-
-
-def _gain(fn, args, loops, threads=2):
-    """1-thread ÷ ``threads``-thread wall time of ``fn(*args)``, ABBA within the call."""
-    a1, b1 = _timed(fn, args, 1, loops), _timed(fn, args, threads, loops)
-    b2, a2 = _timed(fn, args, threads, loops), _timed(fn, args, 1, loops)
-    return min(a1, a2) / max(min(b1, b2), 1e-12)
-
-
-def _thread_ratios(student, reference, args, *, rounds=9, min_time=0.01, around=None):
-    """(student's 2-thread gain ÷ labkit's, labkit's gain), each a Measurement over ``rounds``
-    rounds in which the two are timed one right after the other — so a busy machine slows both.
-    ``around``: a context manager entered around each of the student's timings (the guard)."""
-    import contextlib
-    around = around or contextlib.nullcontext
-    prev = numba.get_num_threads()
-    try:
-        reference(*args)
-        with around():
-            student(*args)
-        t = max(_timed(reference, args, 1, 1), 1e-7)
-        loops = max(1, min(100_000, int(min_time / t)))
-        rel, ref = [], []
-        for _ in range(rounds):
-            with around():
-                g_s = _gain(student, args, loops)
-            g_r = _gain(reference, args, loops)
-            rel.append(g_s / max(g_r, 1e-12))
-            ref.append(g_r)
-        return Measurement(rel), Measurement(ref)
-    finally:
-        numba.set_num_threads(prev)
-
-
-def _no_nested_prange(student) -> None:
-    """Refuse a prange inside another prange's body (numba runs the inner one serially)."""
-    import ast
-    import inspect as _inspect
-    import textwrap
-
-    fn = getattr(unwrap(student), "py_func", None)
-    try:
-        tree = ast.parse(textwrap.dedent(_inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return
-
-    def is_prange(node):
-        f = node.iter.func if isinstance(node.iter, ast.Call) else None
-        return f is not None and (getattr(f, "id", None) == "prange"
-                                  or getattr(f, "attr", None) == "prange")
-
-    for outer in ast.walk(tree):
-        if isinstance(outer, ast.For) and is_prange(outer):
-            for inner in ast.walk(outer):
-                if inner is not outer and isinstance(inner, ast.For) and is_prange(inner):
-                    raise CheckFailure(
-                        "technique missing",
-                        f"a prange inside a prange (line {inner.lineno} of your function): numba "
-                        "runs the inner one serially, so one walker's tiles never share the "
-                        "threads — make positions × tiles one prange")
-
-
 @exercise("flat_tiles", points=2, answers=_TILE_ANSWERS, outputs=(3,),
           allowed=("labkit.bspline:vgh_soa",))
 def check_flat_tiles(student):
@@ -306,6 +205,18 @@ def check_flat_tiles(student):
     that count it is ``inconclusive``. With one thread (``NUMBA_NUM_THREADS=1``) nothing can show
     the threading: ``inconclusive``, never ``passed``."""
     r = rng()
+    sig = _flat_outputs_right(student, r)                      # 1. every position × tile right
+    parallel_gate(student, sig)                                # 2. one parallel loop, not nested
+    _no_nested_prange(student)
+    spread = _flat_threads_counted(student, r)                 # 3. threads counted per block
+    enforce = speed_enforced()                                 # 4. the gain beside labkit's
+    verdicts = _flat_gains(student, enforce)
+    return _flat_verdict(verdicts, spread, enforce)
+
+
+def _flat_outputs_right(student, r) -> tuple:
+    """The student's outputs against ``vgh_soa`` position by position on three ragged shapes;
+    the numba signature of the last call."""
     for grid, N, Nb, P in (((4, 5, 6), 8, 8, 1), ((6, 4, 5), int(r.integers(17, 40)), 8, 3),
                            ((5, 5, 4), 32, 32, int(r.integers(2, 6)))):
         coefs = r.standard_normal(grid + (N,))
@@ -321,9 +232,13 @@ def check_flat_tiles(student):
             msg = mismatch(got, exp[:, :N], name=f"position {p}", rtol=1e-9, atol=1e-12 * scale)
             if msg is not None:
                 raise AssertionError(f"{msg} (P = {P} positions, {tc.shape[0]} tiles of {Nb})")
-    sig = tuple(numba.typeof(a) for a in (tc, idx, pref, out))
-    parallel_gate(student, sig)
-    _no_nested_prange(student)
+    return tuple(numba.typeof(a) for a in (tc, idx, pref, out))
+
+
+def _flat_threads_counted(student, r) -> dict | None:
+    """The threads that ran one walker's 16 tiles and 16 walkers' one tile each, on every thread
+    numba has (a proof that does not depend on the load); None when the probe cannot count.
+    Inconclusive with one thread, "technique missing" when a shape ran on one."""
     threads = numba.config.NUMBA_NUM_THREADS
     if threads < 2:                  # no second thread to count or to time: never a pass
         raise CheckFailure("inconclusive",
@@ -347,10 +262,15 @@ def check_flat_tiles(student):
                                "positions × tiles shares the work whatever P and M are")
         note("one walker × 16 tiles and 16 walkers × 1 tile each spread over "
              f"{min(spread.values())} threads (counted)")
+    return spread
+
+
+def _flat_gains(student, enforce: bool) -> list:
+    """[(shape, the student's 2-thread gain ÷ labkit's, labkit's gain)] for one walker × 16
+    tiles and 16 walkers × one tile, timed round by round beside ``_batch_tiles``."""
     raw = unwrap(student)
     guard = student if isinstance(student, Guard) else None
     shapes = {"one walker, 16 tiles": (1, 16), "16 walkers, one tile": (16, 1)}
-    enforce = speed_enforced()
     verdicts = []
     kw = dict(rounds=9, min_time=0.01) if enforce else dict(rounds=2, min_time=0.003)
     for label, (P, M) in shapes.items():
@@ -369,6 +289,12 @@ def check_flat_tiles(student):
         else:
             rel, ref = _thread_ratios(_Student(raw, args, (3,)), _batch_tiles, args, **kw)
         verdicts.append((label, rel, ref))
+    return verdicts
+
+
+def _flat_verdict(verdicts: list, spread: dict | None, enforce: bool) -> str:
+    """The speed verdict: reported only, not judged on a busy machine (a pass only with the
+    threads counted), not fast enough, inconclusive, or passed."""
     text = "; ".join(f"{label}: your 2-thread gain {rel.ratio:.2f}× labkit's "
                      f"[{rel.low:.2f}, {rel.high:.2f}] (labkit's own: {ref.ratio:.2f}×)"
                      for label, rel, ref in verdicts)
