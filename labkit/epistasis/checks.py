@@ -8,17 +8,25 @@ a lower bound cannot tell)."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
 from labkit import hints
-from labkit.check import (CheckFailure, exercise, mismatch, no_branch_gate, note, require_njit,
-                          rng, speed_gate, vectorized_gate)
+from labkit.check import (CheckFailure, exercise, mismatch, no_branch_gate, require_njit, rng,
+                          speed_gate, vectorized_gate)
 from labkit.epistasis import (_bench_popcount_inputs, _entropy, _numpy_popcount,
                               combine_then_popcount, mi_branchy)
 from labkit.epistasis.kernels import (combine_popcount, mi_masked, popcount_lut_register,
                                       popcount_nibble)
+
+from ._popcount_model import (FASTER_FACTOR, FASTER_TIE, FASTER_TOLERANCE,  # noqa: F401
+                              POP_FIXED, POP_FOREIGN, POP_HOST, POP_KERNELS, _faster_error,
+                              _pop_pair, _stated_faster, faster_truth,
+                              measured_seconds_per_word, per_word, popcount_report)
+from ._popcount_gates import _REGISTER_LOOKUP, _no_ctpop_gate, _register_table_gate  # noqa: F401
+from ._prefix_count import _Counter, _expected_table, ands_from_scratch, ands_with_reuse
+from ._search_time import (PREDICT_INDIVIDUALS, PREDICT_SNPS, PREDICT_TOLERANCE,  # noqa: F401
+                           _duration, expected_seconds, measured_triples_per_second)
 
 #: the nibble table in a register must beat the same table in memory (``popcount_nibble``, two
 #: loads per byte) by this much: labkit's answer clears it at 512- and 256-bit widths, while the
@@ -26,42 +34,6 @@ from labkit.epistasis.kernels import (combine_popcount, mi_masked, popcount_lut_
 #: Not the byte table: its speed is the load ports', no property of the technique, so no target
 #: over it holds on every host (measured: docs/epistasis.md, 'Popcount gate').
 POPCOUNT_NEED = 1.5
-#: a vector shift of a constant (or loop-invariant) table by a per-lane amount: the 16-entry
-#: table read in a register (``vpsrlvq``), the technique numba can vectorise without a shuffle
-#: (fixed vectors, ``<8 x i64>``, and SVE's scalable ones, ``<vscale x 2 x i64>``)
-_REGISTER_LOOKUP = re.compile(
-    r"= lshr <(?:vscale x )?\d+ x i\d+> (?:splat \([^)]*\)|<[^>]*>|%broadcast\.splat[\w.]*), "
-    r"%[\w.]+")
-
-
-def _no_ctpop_gate(student, signature) -> None:
-    """No ``llvm.ctpop`` (the hardware popcount, or a bit trick LLVM recognised as one) in the
-    student's optimised IR: the exercise is the lookup."""
-    from labkit import inspect as lk_inspect
-    from labkit.check.gates import judged
-    disp, sig = judged(student, signature, "technique missing")    # the code that runs
-    ir = lk_inspect.llvm_ir(disp, sig)
-    hits = re.findall(r"@llvm\.ctpop\.[\w.]+", ir)
-    if hits:
-        raise CheckFailure("technique missing",
-                           f"your IR calls {hits[0]} — the hardware popcount (ep.popcount64, "
-                           "np.bitwise_count, or a bit trick LLVM turned into one); the "
-                           "exercise is Muła's lookup: count each nibble from a 16-entry table")
-
-
-def _register_table_gate(student, signature) -> None:
-    """The table is read in a register: the optimised IR (the code that runs, and the student's
-    helpers) shifts a constant or loop-invariant vector by a per-lane amount. A table in memory
-    — 256 byte entries, or 16 nibble entries indexed per byte or per word (gathers) — does
-    not, whatever its speed on this host."""
-    from labkit.check.gates import _ir
-    if not _REGISTER_LOOKUP.search(_ir(student, signature)):
-        raise CheckFailure("technique missing",
-                           "no lookup in a register in your compiled loop: the table must be one "
-                           "64-bit constant whose entry v is read with a shift by a variable "
-                           "amount (LUT >> (4·v)), which LLVM vectorises one lane each; an array "
-                           "indexed per byte or per nibble is a table in memory")
-    note("table read in a register (a vector shift by a variable amount)")
 
 
 @exercise("popcount", points=2, answers=("labkit.epistasis.kernels:popcount_hw",
@@ -168,69 +140,6 @@ def check_fused_count(student):
 
 
 # ---------------------------------------------------------------- prefix reuse (depth-first)
-def ands_with_reuse(n: int, order: int, prune: bool = True) -> int:
-    """Row ANDs of a depth-first walk that builds every prefix table once: the table of a
-    d-prefix (3**d rows, d ≥ 2) costs 3**d row ANDs; a single SNP's table is its own 3 rows.
-    ``prune``: only the d-prefixes that still have order − d SNPs after them are built
-    (C(n − order + d, d) of them); without it every d-prefix is."""
-    return sum(math.comb(n - (order - d) * prune, d) * 3 ** d for d in range(2, order + 1))
-
-
-def ands_from_scratch(n: int, order: int) -> int:
-    """Row ANDs when every combination builds its tables 2 … order afresh."""
-    return math.comb(n, order) * sum(3 ** d for d in range(2, order + 1))
-
-
-def _table_key(a) -> tuple:
-    a = np.ascontiguousarray(a)
-    return (a.shape, str(a.dtype), a.tobytes())
-
-
-class _Counter:
-    """``extend(parent, snp)`` for the check: the child table, its row ANDs counted — and which
-    tables it built from which parents, so the work is judged, not the calls: a visited table
-    must be one extend built, from a chain of extend's tables rooted at a SNP's rows (a table
-    computed elsewhere, with calls on other arrays padding the count, is not)."""
-
-    def __init__(self, bits=None):
-        self.ands = 0
-        self.calls = 0
-        self._snps = set() if bits is None else {_table_key(b) for b in np.asarray(bits)}
-        self._made: dict = {}           # table key -> parent key (the first build)
-
-    def __call__(self, parent, snp):
-        parent = np.asarray(parent)
-        snp = np.asarray(snp)
-        if parent.ndim != 2 or snp.ndim != 2 or snp.shape[0] != 3 or parent.shape[1] != snp.shape[1]:
-            raise CheckFailure("wrong", f"extend(parent, snp) takes a parent table (R, W) and "
-                                        f"one SNP's 3 rows (3, W); got {parent.shape} and "
-                                        f"{snp.shape}")
-        self.ands += 3 * parent.shape[0]
-        self.calls += 1
-        W = parent.shape[1]
-        child = (parent[:, None, :] & snp[None, :, :]).reshape(-1, W)
-        if self._snps and _table_key(snp) in self._snps:
-            self._made.setdefault(_table_key(child), _table_key(parent))
-        return child
-
-    def built(self, table) -> bool:
-        """True when extend built ``table`` from a chain of its own tables that starts at a
-        SNP's 3 rows."""
-        key, hops = _table_key(table), 0
-        while key in self._made and hops < 64:
-            key, hops = self._made[key], hops + 1
-            if key in self._snps:
-                return True
-        return False
-
-
-def _expected_table(bits, combo):
-    t = bits[combo[0]]
-    for j in combo[1:]:
-        t = (t[:, None, :] & bits[j][None, :, :]).reshape(-1, bits.shape[2])
-    return t
-
-
 @exercise("prefix_reuse", points=2, answers=("labkit.epistasis.engine:_search_kernel",
                                              "labkit.epistasis._stages:_build_level",
                                              "labkit.epistasis:search"))
@@ -240,102 +149,72 @@ def check_prefix_reuse(student):
     ``extend(parent, bits[j])`` — and the row ANDs that ``extend`` counts are the depth-first
     count (each prefix's table built once), not the from-scratch count."""
     r = rng()
-    counted: list = []          # (n, order, the student's row ANDs, reuse, from scratch)
-    for n, order, W in ((7, 3, 2), (int(r.integers(8, 11)), 3, 1), (7, 4, 1), (5, 2, 1)):
-        bits = r.integers(0, 2**64, (n, 3, W), dtype=np.uint64, endpoint=False)
-        seen: dict = {}
-        bad: list = []
-
-        def visit(combo, table, _bits=bits, _order=order):
-            c = tuple(int(v) for v in combo)
-            if len(c) != _order or list(c) != sorted(set(c)) or min(c) < 0 or max(c) >= n:
-                bad.append(f"visit({c}, …): a combination is {_order} ascending SNP indices")
-                return
-            if c in seen:
-                bad.append(f"{c} visited twice")
-            exp = _expected_table(_bits, c)
-            seen[c] = np.array_equal(np.asarray(table), exp)
-            if seen[c] and not ext.built(table):
-                unbuilt.append(c)
-
-        ext = _Counter(bits)
-        unbuilt: list = []
-        student(bits.copy(), order, ext, visit)
-        if bad:
-            raise CheckFailure("wrong", bad[0])
-        want = math.comb(n, order)
-        if len(seen) != want:
-            raise CheckFailure("wrong", f"{len(seen)} of the {want} combinations of {order} "
-                                        f"among {n} SNPs visited")
-        wrong = [c for c, ok in seen.items() if not ok]
-        if wrong:
-            raise CheckFailure("wrong", f"the table visited for {wrong[0]} is not row r·3 + g "
-                                        "= parent row r AND genotype row g of the last SNP")
-        if unbuilt:
-            raise CheckFailure("technique missing",
-                               f"the table visited for {unbuilt[0]} was not built by extend "
-                               "from its prefix's table (itself built by extend, down to the "
-                               "first SNP's rows) — extend is where the work is counted; build "
-                               "every table with it")
-        reuse, scratch = ands_with_reuse(n, order), ands_from_scratch(n, order)
-        if ext.ands == scratch and reuse != scratch:
-            raise CheckFailure("technique missing",
-                               f"{ext.ands} row ANDs for order {order} over {n} SNPs — the "
-                               f"from-scratch count; building each prefix's table once takes "
-                               f"{reuse}: extend a parent's table, keep it while you walk its "
-                               "children")
-        if not reuse <= ext.ands <= ands_with_reuse(n, order, prune=False) + 3 * n:
-            raise CheckFailure("technique missing",
-                               f"{ext.ands} row ANDs counted by extend for order {order} over "
-                               f"{n} SNPs; the depth-first walk takes {reuse} (from scratch: "
-                               f"{scratch}) — every table must come from extend(parent, "
-                               "bits[j]), each prefix's once")
-        counted.append((n, order, ext.ands, reuse, scratch))
+    counted = [_walk_counted(student, r, n, order, W)   # (n, order, ANDs, reuse, from scratch)
+               for n, order, W in ((7, 3, 2), (int(r.integers(8, 11)), 3, 1), (7, 4, 1),
+                                   (5, 2, 1))]
     n, order, did, reuse, scratch = counted[0]
     same = "the prefix-reuse count" if did == reuse else f"prefix reuse: {reuse}"
     return (f"every combination visited once; your walk did {did} row ANDs for order {order} "
             f"over {n} SNPs ({same}; from scratch {scratch})")
 
 
+def _walk_counted(student, r, n: int, order: int, W: int) -> tuple:
+    """One case of ``prefix_reuse``: the student's walk over n random SNPs (W words) with the
+    check's ``extend`` and ``visit``; every combination visited once with its right table, built
+    by extend from its prefix's table, at the depth-first count of row ANDs — else
+    CheckFailure. (n, order, the student's row ANDs, reuse, from scratch)."""
+    bits = r.integers(0, 2**64, (n, 3, W), dtype=np.uint64, endpoint=False)
+    seen: dict = {}
+    bad: list = []
+
+    def visit(combo, table, _bits=bits, _order=order):
+        c = tuple(int(v) for v in combo)
+        if len(c) != _order or list(c) != sorted(set(c)) or min(c) < 0 or max(c) >= n:
+            bad.append(f"visit({c}, …): a combination is {_order} ascending SNP indices")
+            return
+        if c in seen:
+            bad.append(f"{c} visited twice")
+        exp = _expected_table(_bits, c)
+        seen[c] = np.array_equal(np.asarray(table), exp)
+        if seen[c] and not ext.built(table):
+            unbuilt.append(c)
+
+    ext = _Counter(bits)
+    unbuilt: list = []
+    student(bits.copy(), order, ext, visit)
+    if bad:
+        raise CheckFailure("wrong", bad[0])
+    want = math.comb(n, order)
+    if len(seen) != want:
+        raise CheckFailure("wrong", f"{len(seen)} of the {want} combinations of {order} "
+                                    f"among {n} SNPs visited")
+    wrong = [c for c, ok in seen.items() if not ok]
+    if wrong:
+        raise CheckFailure("wrong", f"the table visited for {wrong[0]} is not row r·3 + g "
+                                    "= parent row r AND genotype row g of the last SNP")
+    if unbuilt:
+        raise CheckFailure("technique missing",
+                           f"the table visited for {unbuilt[0]} was not built by extend "
+                           "from its prefix's table (itself built by extend, down to the "
+                           "first SNP's rows) — extend is where the work is counted; build "
+                           "every table with it")
+    reuse, scratch = ands_with_reuse(n, order), ands_from_scratch(n, order)
+    if ext.ands == scratch and reuse != scratch:
+        raise CheckFailure("technique missing",
+                           f"{ext.ands} row ANDs for order {order} over {n} SNPs — the "
+                           f"from-scratch count; building each prefix's table once takes "
+                           f"{reuse}: extend a parent's table, keep it while you walk its "
+                           "children")
+    if not reuse <= ext.ands <= ands_with_reuse(n, order, prune=False) + 3 * n:
+        raise CheckFailure("technique missing",
+                           f"{ext.ands} row ANDs counted by extend for order {order} over "
+                           f"{n} SNPs; the depth-first walk takes {reuse} (from scratch: "
+                           f"{scratch}) — every table must come from extend(parent, "
+                           "bits[j]), each prefix's once")
+    return n, order, ext.ands, reuse, scratch
+
+
 # ---------------------------------------------------------------- prediction
-#: the search whose wall time the prediction exercise asks for
-PREDICT_SNPS = 500_000
-PREDICT_INDIVIDUALS = 2000
-#: a prediction within this fraction of the expected time passes
-PREDICT_TOLERANCE = 0.10
-
-
-def measured_triples_per_second(snps: int = 160, individuals: int = PREDICT_INDIVIDUALS) -> float:
-    """Order-3 triples per CPU second of ``ep.search`` on one thread here (best of repeats)."""
-    from labkit import bench
-    from labkit.epistasis import encode, make_inputs, search
-    inp = make_inputs({"snps": snps, "individuals": individuals, "order": 3}, seed=7)
-    enc = encode(inp.genotypes, inp.labels)
-    res = bench.compare({"search": lambda: search(enc, None, order=3, threads=1,
-                                                  progress=False)},
-                        (), clock="cpu", stat="best", repeat=3, min_time=0.05,
-                        work=math.comb(snps, 3), unit="triples")
-    return res.throughput("search")
-
-
-def expected_seconds(rate: float, ranks: int, snps: int = PREDICT_SNPS) -> float:
-    """Wall seconds of the order-3 search over ``snps`` SNPs at ``rate`` triples/s per rank, on
-    ``ranks`` ranks balanced by rank_snp_range (the busiest rank's share)."""
-    from labkit.epistasis import first_snp_work, rank_snp_range
-    cum = np.concatenate([[0.0], np.cumsum(first_snp_work(snps, 3))])
-    busiest = max(cum[hi] - cum[lo] for lo, hi in (rank_snp_range(q, ranks, snps, 3)
-                                                   for q in range(ranks)))
-    return float(busiest) / rate
-
-
-def _duration(s: float) -> str:
-    for unit, sec in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600),
-                      ("minutes", 60)):
-        if s >= 2 * sec:
-            return f"{s / sec:.3g} {unit}"
-    return f"{s:.3g} s"
-
-
 @exercise("search_time", points=1)
 def check_search_time(student):
     """``student(rate, ranks)`` → the predicted wall seconds of an order-3 search over 500 000
@@ -418,115 +297,6 @@ hints.define(
     "return math.comb(500_000, 3) / rate / ranks")
 
 
-# ---------------------------------------------------------------- which popcount, from the model
-#: a stated ratio within this fraction of the reports' passes
-FASTER_TOLERANCE = 0.10
-#: the measured ratio must lie within this factor of the stated one (an "at least": above
-#: stated / factor) — OSACA leaves out the front end and every cache level past L1
-FASTER_FACTOR = 2.0
-#: two kernels whose bounds differ by less than this are a tie: either name passes
-FASTER_TIE = 1.05
-#: the kernels the pairs are drawn from (report name → attribute of labkit.epistasis)
-POP_KERNELS = {"Muła (vpshufb)": "popcount_mula", "ctpop <8 x i64>": "popcount_hw",
-               "byte table": "popcount_table"}
-#: (core, kernel a, kernel b): this core's pairs, then one drawn from the others (compiled from
-#: here, never run); skylake-avx512's Muła vs byte table (both fully modelled) is always posed
-POP_HOST = (("Muła (vpshufb)", "ctpop <8 x i64>"), ("Muła (vpshufb)", "byte table"))
-POP_FIXED = ("skylake-avx512", "Muła (vpshufb)", "byte table")
-POP_FOREIGN = (("haswell", "Muła (vpshufb)", "byte table"),
-               ("skylake-avx512", "ctpop <8 x i64>", "Muła (vpshufb)"),
-               ("icelake-server", "Muła (vpshufb)", "ctpop <8 x i64>"),
-               ("znver4", "ctpop <8 x i64>", "Muła (vpshufb)"),
-               ("haswell", "byte table", "ctpop <8 x i64>"))
-
-
-def popcount_report(name: str, cpu=None, words=None):
-    """(LoopReport, Prediction) of one of lab 04's popcounts (``POP_KERNELS``) on ``cpu``."""
-    import labkit.epistasis as ep
-    from labkit.inspect.loopreport import osaca_report
-    if words is None:
-        words = _bench_popcount_inputs(1 << 11)[0]
-    return osaca_report(getattr(ep, POP_KERNELS[name]), (words,), cpu=cpu, name=name)
-
-
-def per_word(rep) -> float:
-    """The report's bound in cycles per word (the larger of the busiest port and the chain)."""
-    return max(max(rep.ports.values(), default=0.0), rep.dependency) / rep.elements
-
-
-def faster_truth(a, b):
-    """What the two reports can back: ``(name of the faster, how many times)`` — an "at least"
-    when the slower one's bound is a lower bound (instructions the model lacks count as free) —
-    or None when the faster-looking one's bound is a lower bound (the model cannot tell)."""
-    ca, cb = per_word(a), per_word(b)
-    fast, slow, cf, cs = (a, b, ca, cb) if ca <= cb else (b, a, cb, ca)
-    if fast.unknown:
-        return None
-    return fast.name, cs / cf
-
-
-def _pop_pair(cpu, na, nb):
-    try:
-        ra, rb = popcount_report(na, cpu)[0], popcount_report(nb, cpu)[0]
-    except (ValueError, ImportError) as e:
-        return None, str(e).splitlines()[0][:160]
-    if not (ra.elements and rb.elements and ra.ports and rb.ports):
-        return None, "the loop's step could not be read"
-    return (ra, rb), ""
-
-
-def _stated_faster(ans, a, b):
-    if ans is None:
-        return None
-    if not isinstance(ans, (tuple, list)) or len(ans) != 2 or not isinstance(ans[0], str):
-        raise CheckFailure("wrong", f"returned {ans!r:.60}; expected (name of the faster "
-                                    "kernel, how many times faster) — e.g. ('byte table', "
-                                    "3.0) — or None when the reports cannot tell")
-    name, times = ans
-    if name not in (a.name, b.name):
-        raise CheckFailure("wrong", f"{name!r} is neither report's name ({a.name!r}, {b.name!r})")
-    if isinstance(times, (bool, np.bool_)) or not isinstance(
-            times, (int, float, np.integer, np.floating)) or not np.isfinite(times) or times < 1:
-        raise CheckFailure("wrong", f"{times!r} times faster: expected a number ≥ 1 (the slower "
-                                    "kernel's cycles per word over the faster one's)")
-    return name, float(times)
-
-
-def _faster_error(a, b, ans) -> str | None:
-    exp = faster_truth(a, b)
-    where = f"{a.name} vs {b.name} on {a.model}"
-    lows = [r.name for r in (a, b) if r.unknown]
-    low = (f" ({' and '.join(lows)}: {', '.join(str(len(r.unknown)) for r in (a, b) if r.unknown)}"
-           " instructions not in the model — a lower bound)") if lows else ""
-    if exp is None:
-        if ans is not None:
-            return (f"{where}: you said {ans[0]} is faster, but its bound is only a lower bound"
-                    f"{low}: the model cannot tell which is faster — return None")
-        return None
-    if ans is None:
-        return (f"{where}: you returned None, but the reports can tell{low}: the faster-looking "
-                "kernel is fully modelled, and the slower one's cycles can only be more")
-    name, times = ans
-    if name != exp[0] and exp[1] >= FASTER_TIE:
-        return f"{where}: you said {name} is faster; per word it is the other one"
-    if abs(times / exp[1] - 1) > FASTER_TOLERANCE:
-        return (f"{where}: {exp[0]} is the faster one, but {times:.3g}× is {times / exp[1]:.2f}× "
-                f"the reports' ratio (within {FASTER_TOLERANCE:.0%} passes) — compare cycles per "
-                "word: each bound per iteration over the words per iteration")
-    return None
-
-
-def measured_seconds_per_word(names, rounds: int = 5) -> dict:
-    """CPU seconds per word of the named popcounts on 8192 words (64 KiB), best of ``rounds``
-    interleaved repeats: a ratio of two of them is the measured speed-up."""
-    import labkit.epistasis as ep
-    from labkit import bench
-    words = _bench_popcount_inputs(1 << 13, seed=3)[0]
-    res = bench.compare({n: getattr(ep, POP_KERNELS[n]) for n in names}, (words,),
-                        clock="cpu", stat="best", repeat=rounds, min_time=0.02)
-    return {n: res.time(n) / words.size for n in names}
-
-
 @exercise("popcount_bound", points=1,
           answers=("labkit.inspect:predict", "labkit.inspect.uarch:predict",
                    "labkit.inspect.loopreport:osaca_report", "labkit.inspect.loopreport:truth",
@@ -546,6 +316,19 @@ def check_popcount_bound(student):
                                            "AVX2): there is no vpshufb loop to model — not "
                                            "gradable here")
     g = rng()
+    posed, judged, why = _read_pairs(student, g)          # 1. every pair's reading, judged
+    if not any(faster_truth(*p) for _, p in posed):
+        why = why or "its models lack the instructions"
+        raise CheckFailure("inconclusive", f"OSACA could not back any pair here ({why}): not "
+                                           "gradable")
+    read = f"{len(posed)} pairs right: " + "; ".join(judged)
+    return _model_beside_measurement(read, posed, why)   # 2. a pair this core backs, measured
+
+
+def _read_pairs(student, g) -> tuple:
+    """(posed, judged, why): this core's pairs, the fixed one and one drawn from other cores,
+    each shown to the student in a random order and its reading judged as soon as it is made
+    ("wrong" at the first misreading); ``why``: the first reason a pair could not be built."""
     host = [(None, a, b) for a, b in POP_HOST]
     pool = [POP_FOREIGN[int(g.integers(len(POP_FOREIGN)))]]
     posed, why, judged = [], "", []
@@ -562,11 +345,12 @@ def check_popcount_bound(student):
         posed.append((cpu, (a, b)))
         judged.append(f"{a.name} vs {b.name} on {a.model}"
                       + ("" if faster_truth(a, b) else " (cannot tell)"))
-    if not any(faster_truth(*p) for _, p in posed):
-        why = why or "its models lack the instructions"
-        raise CheckFailure("inconclusive", f"OSACA could not back any pair here ({why}): not "
-                                           "gradable")
-    read = f"{len(posed)} pairs right: " + "; ".join(judged)
+    return posed, judged, why
+
+
+def _model_beside_measurement(read: str, posed: list, why: str) -> str:
+    """The message: a pair this core's model backs, measured here (twice if the first lands
+    outside FASTER_FACTOR of the model) — the model's fact, never the student's verdict."""
     backed = [(a, b) for cpu, (a, b) in posed if cpu is None and faster_truth(a, b)]
     if not backed:
         model = next((a.model for cpu, (a, _) in posed if cpu is None), "")
