@@ -13,8 +13,9 @@ from numba import prange
 from labkit.jit import njit
 
 from ._fused import _fused3_v16
-from ._intrinsics import (_and_store_v8, _chi_rows, _derive3_v8, _lanes1, _lanes3, _lanes4,
-                          _lanes6, _lanes9, _nlogn_rows, _sub2_v8, _taylor_rows)
+from ._intrinsics import (_and_store_v8, _derive3_v8, _lanes1, _lanes3, _lanes4, _lanes6,
+                          _lanes9, _sub2_v8)
+from ._mi_rows import _chi_rows, _nlogn_rows, _taylor_rows
 
 
 @njit(cache=True, inline="always")

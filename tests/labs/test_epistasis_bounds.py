@@ -9,7 +9,7 @@ from numba import njit
 from labkit import epistasis as ep
 from labkit.epistasis import _plan, _stages
 from labkit.epistasis._fused import _fused3_v16
-from labkit.epistasis._intrinsics import _chi_rows, _taylor_rows
+from labkit.epistasis._mi_rows import _chi_rows, _taylor_rows
 
 
 @njit
