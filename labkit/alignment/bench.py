@@ -15,10 +15,12 @@ from labkit._common import use_threads
 from labkit.bench import Target, ratio_of
 
 from . import Inputs, align, make_inputs, reference, validate
+from ._peers import (OPAL_MISSING, OPAL_OVERFLOW, PARASAIL_NW, _parasail_fn,  # noqa: F401
+                     _with_gcups, gcups, opal_best, opal_fn, parasail_best, parasail_label,
+                     parasail_variants)
 from .engine import align_shifted_serial
 from .kernels import (align_batched, align_batched_serial, align_scalar, align_transposed,
                       align_transposed_promoted, transpose_batch)
-from .scoring import ALPHABET
 
 __all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput", "width_sweep", "thread_rounds",
            "opal_fn", "gcups", "OPAL_MISSING", "PARASAIL_NW", "parasail_variants", "parasail_best",
@@ -35,160 +37,6 @@ def _seed_args(inputs: Inputs):
         "batched": (align_batched_serial, (inputs.seqs1, inputs.lens1, inputs.seqs2, inputs.lens2,
                                     inputs.scoring, max(16, inputs.pairs))),
     }
-
-
-def _parasail_fn(inputs: Inputs):
-    """A zero-argument function aligning every pair with parasail nw_scan_16 (None if absent)."""
-    try:
-        import parasail
-    except ImportError:
-        return None
-    mt, mm, go, ge = inputs.scoring.ints()
-    matrix = parasail.matrix_create(ALPHABET, mt, mm)
-    s1, s2 = inputs.strings()
-    nw = parasail.nw_scan_16
-
-    def run_parasail():
-        return np.array([nw(a, b, -go, -ge, matrix).score for a, b in zip(s1, s2)], np.int32)
-    return run_parasail
-
-
-#: parasail's vector families for global (NW) alignment tried by :func:`parasail_best`: striped,
-#: scan and diagonal, 16-bit lanes, and the saturation-checked dispatchers (8-bit first, 16-bit
-#: for the pairs that overflow) — those the installed parasail has.
-PARASAIL_NW = ("nw_striped_16", "nw_scan_16", "nw_diag_16",
-               "nw_striped_sat", "nw_scan_sat", "nw_diag_sat")
-
-
-def parasail_variants(inputs: Inputs, names=PARASAIL_NW) -> dict:
-    """name → zero-argument function aligning every pair of ``inputs`` with that parasail NW
-    function (scores as int32), for each of ``names`` the installed parasail has ({} without
-    parasail). ``_parasail_fn`` (the notebook's) stays ``nw_scan_16``."""
-    try:
-        import parasail
-    except ImportError:
-        return {}
-    mt, mm, go, ge = inputs.scoring.ints()
-    matrix = parasail.matrix_create(ALPHABET, mt, mm)
-    s1, s2 = inputs.strings()
-
-    def make(nw):
-        def run_parasail():
-            return np.array([nw(a, b, -go, -ge, matrix).score for a, b in zip(s1, s2)], np.int32)
-        return run_parasail
-    out = {}
-    for name in names:
-        nw = getattr(parasail, name, None)
-        if nw is not None:
-            out[name] = make(nw)
-            out[name].__name__ = f"parasail_{name}"
-    return out
-
-
-def parasail_best(inputs: Inputs, expected=None, repeat: int = 3, min_cpu: float = 0.05,
-                  names=PARASAIL_NW):
-    """parasail's fastest NW function on ``inputs`` among ``names`` (:data:`PARASAIL_NW`) that
-    gives the same scores as ``expected`` (default: labkit's reference), in CPU seconds, best of
-    ``repeat`` interleaved repeats (each warmed up first) → ``(name, function, BenchResult of
-    the variants that gave the right scores)``, or ``(None, None, None)`` without parasail. A
-    variant with other scores is left out (named in the table's label); none right:
-    ValueError."""
-    variants = parasail_variants(inputs, names)
-    if not variants:
-        return None, None, None
-    expected = reference(inputs) if expected is None else np.asarray(expected)
-    wrong = [n for n, f in variants.items() if not np.array_equal(f(), expected)]
-    good = {n: f for n, f in variants.items() if n not in wrong}
-    if not good:
-        raise ValueError(f"no parasail NW function gave labkit's reference scores: {wrong}")
-    res = bench.compare(good, (), clock="cpu", stat="best", repeat=repeat, min_time=min_cpu,
-                        work=inputs.pairs, unit="alignments",
-                        label=f"parasail's NW functions on {inputs.pairs} pairs × "
-                              f"{inputs.seqs1.shape[1]}, 1 thread, CPU time, best of {repeat}"
-                              + (f"; left out (other scores than labkit's): {', '.join(wrong)}"
-                                 if wrong else "; every one gives labkit's scores"))
-    best = min(good, key=res.time)
-    return best, good[best], res
-
-
-def parasail_label(name: str, tried: int) -> str:
-    """The row name of parasail's fastest variant: ``parasail nw_striped_16 (best of 6)``."""
-    return f"parasail {name} (best of {tried})"
-
-
-#: Why the Opal rows are missing when pyopal is not installed.
-OPAL_MISSING = "Opal skipped: pyopal is not installed (pip install pyopal)"
-
-
-def opal_fn(query: str, targets: list, scoring):
-    """A zero-argument function scoring ``query`` against every target with Opal (``pyopal``,
-    SIMD across database sequences — this lab's technique — one thread, global alignment), or
-    None when pyopal is missing."""
-    try:
-        import pyopal
-        from scoring_matrices import ScoringMatrix
-    except ImportError:
-        return None
-    mt, mm, go, ge = scoring.ints()
-    matrix = ScoringMatrix([[mt if i == j else mm for j in range(5)] for i in range(5)],
-                           alphabet=ALPHABET)
-    n = len(targets)
-
-    def run_opal():
-        hits = pyopal.align(query, targets, matrix, gap_open=-go, gap_extend=-ge,
-                            algorithm="nw", threads=1, ordered=True)
-        return np.fromiter((h.score for h in hits), np.int32, n)
-    return run_opal
-
-
-#: Opal's ways to handle overflow (pyopal's ``overflow=``), tried by :func:`opal_best`; only
-#: ``algorithm="nw"`` gives global scores, and ``mode="score"`` (scores only) is its fastest mode
-OPAL_OVERFLOW = ("buckets", "simple")
-
-
-def opal_best(query: str, targets: list, scoring, expected, repeat: int = 3,
-              min_cpu: float = 0.05):
-    """Opal's fastest global mode on ``query`` × ``targets`` (``algorithm="nw"``, scores only,
-    one thread; each of :data:`OPAL_OVERFLOW`) that gives the scores ``expected`` (labkit's), in
-    CPU seconds, best of ``repeat`` → ``(row name, function, BenchResult)``, or
-    ``(None, None, None)`` without pyopal. ``opal_fn`` (the notebook's) stays as it is."""
-    try:
-        import pyopal
-        from scoring_matrices import ScoringMatrix
-    except ImportError:
-        return None, None, None
-    mt, mm, go, ge = scoring.ints()
-    matrix = ScoringMatrix([[mt if i == j else mm for j in range(5)] for i in range(5)],
-                           alphabet=ALPHABET)
-    n, expected = len(targets), np.asarray(expected)
-
-    def make(overflow):
-        def run_opal():
-            hits = pyopal.align(query, targets, matrix, gap_open=-go, gap_extend=-ge,
-                                algorithm="nw", mode="score", overflow=overflow, threads=1,
-                                ordered=True)
-            return np.fromiter((h.score for h in hits), np.int32, n)
-        return run_opal
-    fns = {f"Opal (pyopal, nw, overflow={o})": make(o) for o in OPAL_OVERFLOW}
-    wrong = [k for k, f in fns.items() if not np.array_equal(f(), expected)]
-    good = {k: f for k, f in fns.items() if k not in wrong}
-    if not good:
-        raise ValueError(f"no Opal mode gave labkit's scores: {wrong}")
-    res = bench.compare(good, (), clock="cpu", stat="best", repeat=repeat, min_time=min_cpu,
-                        work=n, unit="alignments")
-    best = min(good, key=res.time)
-    return f"{best} (best of {len(fns)})", good[best], res
-
-
-def gcups(res, cells: int) -> dict:
-    """Billions of DP cells per second of every row of ``res`` (``cells`` per call)."""
-    return {name: cells / res.time(name) / 1e9 for name in res.names}
-
-
-def _with_gcups(res, cells: int):
-    res.label = (res.label or "") + " — GCUPS: " + ", ".join(
-        f"{name} {g:.2f}" for name, g in gcups(res, cells).items())
-    return res
 
 
 #: Vector ALU operations per DP cell of the kernel ``align`` runs (``engine._cell``, shifted
@@ -282,16 +130,31 @@ def run_benchmark(size=None, repeat: int = 5):
     """`labkit bench alignment`: the steps on one 16×200 batch (``size`` overrides), the best kernel
     against parasail on 4096 × 200 pairs (1024 × 100 for "small", 10000 × 200 for "large"; single
     thread, transposition included; wall clock and CPU time) and 1 vs 2 threads → dict of BenchResult."""
+    out = {"steps": _steps(size, repeat)}
+    npairs = {"small": 1024, "large": 10000}.get(size, 4096)
+    big = make_inputs({"pairs": npairs, "length": 100 if size == "small" else 200}, seed=1)
+    out.update(_entry_point(big, repeat))
+    out.update(_vs_parasail(big, repeat))
+    out.update(_vs_opal(size, repeat))
+    out.update(_threads(big, repeat))
+    return out
+
+
+def _steps(size, repeat: int):
+    """The lesson's steps on one batch (the seed's 16 × 200 unless ``size``), 1 thread."""
     steps_in = make_inputs(size or "seed", seed=0)
     expected = reference(steps_in)
     steps = bench.compare(_seed_args(steps_in), baseline="scalar", repeat=repeat,
                           work=steps_in.pairs, unit="alignments",
                           validate=lambda r: validate(r, expected),
                           label=f"steps, {steps_in.pairs} pairs × {steps_in.seqs1.shape[1]} (1 thread)")
-    out = {"steps": steps}
+    return steps
 
-    npairs = {"small": 1024, "large": 10000}.get(size, 4096)
-    big = make_inputs({"pairs": npairs, "length": 100 if size == "small" else 200}, seed=1)
+
+def _entry_point(big, repeat: int) -> dict:
+    """``align`` on str lists and on code arrays beside the kernel it runs (CPU time), and that
+    kernel against the int16 roof."""
+    out = {}
     s1, s2 = big.seqs1, big.seqs2
     t1, t2 = big.strings()
     cells = int((big.lens1 * big.lens2).sum())
@@ -305,6 +168,16 @@ def run_benchmark(size=None, repeat: int = 5):
               f"CPU time"), cells)
     out["roof"] = roof(out["entry point"], "kernel align_shifted_serial (uint8, padded)", cells,
                        big.pairs, repeat)
+    return out
+
+
+def _vs_parasail(big, repeat: int) -> dict:
+    """labkit's ``align`` against parasail's fastest NW function that gives its scores, wall
+    clock and CPU time, 1 thread."""
+    out = {}
+    s1, s2 = big.seqs1, big.seqs2
+    t1, t2 = big.strings()
+    cells = int((big.lens1 * big.lens2).sum())
     big_expected = None
     fns = {}
     # parasail at its best: the fastest of its NW functions that gives labkit's scores (align's
@@ -329,6 +202,12 @@ def run_benchmark(size=None, repeat: int = 5):
     out["vs parasail, CPU time"] = _with_gcups(cpu_compare(
         fns, work=big.pairs, repeat=repeat,
         label="the same, process CPU seconds per call (robust to other jobs on the cores)"), cells)
+    return out
+
+
+def _vs_opal(size, repeat: int) -> dict:
+    """One query against many targets, labkit beside Opal (when pyopal is installed)."""
+    out = {}
     for length, count in ((200, 1000 if size == "small" else 4000), (1000, 200 if size == "small" else 800)):
         db = make_inputs({"pairs": count, "length": length}, seed=5)
         query, targets = db.strings()[0][0], db.strings()[1]
@@ -344,6 +223,13 @@ def run_benchmark(size=None, repeat: int = 5):
             fns = {opal_name: opal, **fns}
         out[f"vs Opal, length {length}"] = _with_gcups(
             cpu_compare(fns, work=count, repeat=repeat, label=label), length * length * count)
+    return out
+
+
+def _threads(big, repeat: int) -> dict:
+    """1 vs 2 threads on the big batch, wall clock and CPU seconds (none with one thread)."""
+    out = {}
+    s1, s2 = big.seqs1, big.seqs2
     nthreads = min(2, numba.config.NUMBA_NUM_THREADS)
     if nthreads > 1:
         one = lambda: align(s1, s2, big.scoring, threads=1)            # noqa: E731

@@ -45,6 +45,26 @@ def tuner_reading(one: Mapping[int, Sequence[float]], *, length: int = 200, l1: 
     med = {w: _median(one[w]) for w in widths}
     kib = {w: column_kib(w, length) for w in widths}
     best = max(widths, key=med.get)
+    words = _width_words(one, widths, med, kib)
+    vs = {w: claim(one[w], one[best], f"{w} lanes", f"{best} lanes", kind="rate")
+          for w in widths if w != best}
+    where = ""
+    if l1:
+        fits = [w for w in widths if kib[w] * 1024 <= l1]
+        words.append(f"The L1 data cache holds {l1 / 1024:.0f} KiB: the column fits up to "
+                     + (f"{max(fits)} lanes" if fits else "no width measured") + ".")
+        where = (" (its column inside L1)" if kib[best] * 1024 <= l1 else
+                 f" (its column {kib[best]:.0f} KiB, over L1's {l1 / 1024:.0f} KiB)")
+    words.append(_best_words(vs, best, where, load))
+    _wider_words(words, widths, best, vs, kib, l1)
+    if rounds:
+        words.append(_threads_words(rounds, threads, best, load))
+    return " ".join(words)
+
+
+def _width_words(one, widths, med, kib) -> list:
+    """The medians of one thread per width, then each step to the next width as the repeats
+    tell it."""
     words = ["One thread, median of the repeats: "
              + ", ".join(f"{w} lanes {med[w] / 1e3:.0f} k/s ({kib[w]:.0f} KiB)" for w in widths) + "."]
     if len(widths) > 1:
@@ -52,28 +72,27 @@ def tuner_reading(one: Mapping[int, Sequence[float]], *, length: int = 200, l1: 
                  for a, b in zip(widths, widths[1:])]
         words.append("Width by width: " + "; ".join(f"{a} → {b} lanes {c.phrase}" for a, b, c in steps)
                      + ".")
-    vs = {w: claim(one[w], one[best], f"{w} lanes", f"{best} lanes", kind="rate")
-          for w in widths if w != best}
+    return words
+
+
+def _best_words(vs: dict, best: int, where: str, load: str) -> str:
+    """The best width: measurably best, or one of those this run cannot tell apart."""
     close = [w for w, c in vs.items() if not c.separated]
-    if l1:
-        fits = [w for w in widths if kib[w] * 1024 <= l1]
-        words.append(f"The L1 data cache holds {l1 / 1024:.0f} KiB: the column fits up to "
-                     + (f"{max(fits)} lanes" if fits else "no width measured") + ".")
-        where = (" (its column inside L1)" if kib[best] * 1024 <= l1 else
-                 f" (its column {kib[best]:.0f} KiB, over L1's {l1 / 1024:.0f} KiB)")
-    else:
-        where = ""
     if not vs:
-        words.append(f"Only {best} lanes was measured.")
-    elif not close:
+        return f"Only {best} lanes was measured."
+    if not close:
         word = next(iter(vs.values())).word
-        words.append(f"The best width is {best} lanes{where}: every other width runs at a measurably "
-                     f"{word} rate (their middle repeats do not overlap its).")
-    else:
-        words.append(f"The highest median is at {best} lanes{where}, but this run cannot tell "
-                     f"{_list(close)} lanes from it (their middle repeats overlap"
-                     + (f", {load}" if load else "") + "): the best width is one of "
-                     + _list(sorted([best] + close)) + " lanes.")
+        return (f"The best width is {best} lanes{where}: every other width runs at a measurably "
+                f"{word} rate (their middle repeats do not overlap its).")
+    return (f"The highest median is at {best} lanes{where}, but this run cannot tell "
+            f"{_list(close)} lanes from it (their middle repeats overlap"
+            + (f", {load}" if load else "") + "): the best width is one of "
+            + _list(sorted([best] + close)) + " lanes.")
+
+
+def _wider_words(words: list, widths, best: int, vs: dict, kib: dict, l1) -> None:
+    """Whether the widths beyond the best fall or hold its rate (appended to ``words``; the last
+    sentence says so when the best is the widest)."""
     wider = [w for w in widths if w > best]
     if vs and not wider:
         words[-1] = words[-1][:-1] + f"; {best} lanes is the widest measured."
@@ -91,26 +110,29 @@ def tuner_reading(one: Mapping[int, Sequence[float]], *, length: int = 200, l1: 
                          + "; ".join(f"{vs[w].low:.2f}–{vs[w].high:.2f}×" for w in hold)
                          + " its rate, overlapping)")
         words.append(" ".join(p[0].upper() + p[1:] + "." for p in parts))
-    if rounds:
-        many, single, ratios = rounds["many"], rounds["one"], list(rounds["ratios"])
-        c = claim(many, single, f"{threads} threads", "1 thread", kind="rate")
-        text = (f"With {threads} threads at {best} lanes, {len(ratios)} paired rounds in wall time: "
-                f"{c.sentence()}; round by round {min(ratios):.2f}–{max(ratios):.2f}× "
-                f"(median {_median(ratios):.2f}×)")
-        idle = reference.clause("threads_alignment") if threads == 2 else ""
-        if c.better is None:
-            text += (". The load hid the second thread's effect on this run; `labkit bench "
-                     "alignment` also times the threads in CPU seconds (their parallel efficiency)"
-                     + (f"; {idle}" if idle else ""))
-        elif c.better and c.ratio < 0.8 * threads:
-            text += (f" — short of the {threads}× that free cores would give"
-                     + (f" ({load})" if load else "") + (f"; {idle}" if idle else ""))
-        elif not c.better:
-            text += (" — the second thread did not have a core of its own in most rounds"
-                     + (f" ({load})" if load else "") + "; "
-                     + (idle if idle else "rerun on idle cores to see what the split gives"))
-        words.append(text + ".")
-    return " ".join(words)
+
+
+def _threads_words(rounds: Mapping, threads: int, best: int, load: str) -> str:
+    """The paired rounds of ``threads`` threads against one at the best width, and what the
+    machine's load let them show."""
+    many, single, ratios = rounds["many"], rounds["one"], list(rounds["ratios"])
+    c = claim(many, single, f"{threads} threads", "1 thread", kind="rate")
+    text = (f"With {threads} threads at {best} lanes, {len(ratios)} paired rounds in wall time: "
+            f"{c.sentence()}; round by round {min(ratios):.2f}–{max(ratios):.2f}× "
+            f"(median {_median(ratios):.2f}×)")
+    idle = reference.clause("threads_alignment") if threads == 2 else ""
+    if c.better is None:
+        text += (". The load hid the second thread's effect on this run; `labkit bench "
+                 "alignment` also times the threads in CPU seconds (their parallel efficiency)"
+                 + (f"; {idle}" if idle else ""))
+    elif c.better and c.ratio < 0.8 * threads:
+        text += (f" — short of the {threads}× that free cores would give"
+                 + (f" ({load})" if load else "") + (f"; {idle}" if idle else ""))
+    elif not c.better:
+        text += (" — the second thread did not have a core of its own in most rounds"
+                 + (f" ({load})" if load else "") + "; "
+                 + (idle if idle else "rerun on idle cores to see what the split gives"))
+    return text + "."
 
 
 def batch_steps_reading(cost: Mapping[int, Sequence[float]], per_pass: int | None, *,
