@@ -9,7 +9,6 @@ RSS.
 are the lab's performance targets, checked by the CLI after the tables."""
 from __future__ import annotations
 
-import contextlib
 import json
 import resource
 import subprocess
@@ -23,140 +22,14 @@ from labkit.bench import Target, ratio_of
 
 from . import (DEFAULT_SCHEDULE, DEFAULT_TILE, blas_pcc, engine_input, make_inputs, panels, pcc_naive, pcc_threads,
                pcc_tiled, pcc_transformed, pearson_allpairs, standardize, validate)
+from ._blas import (BLAS_TABLE, HOST_BLAS, OPENBLAS_FORCING, _flops,  # noqa: F401 - re-exported
+                    blas_info, blas_kernel, blas_threads, blas_warning, forced_blas,
+                    host_blas_child, host_default_env)
 from .engine import MR, NR
 
 __all__ = ["TARGETS", "run_benchmark", "large_run", "blas_threads", "blas_info", "ENTRY", "KERNEL",
            "OPENBLAS_FORCING", "HOST_BLAS", "BLAS_TABLE", "blas_kernel", "forced_blas",
            "host_default_env", "blas_warning", "host_blas_child", "blas_table"]
-
-
-def blas_info() -> str:
-    """The BLAS numpy calls, as threadpoolctl sees it: library, version, kernel set, threads."""
-    try:
-        import threadpoolctl
-    except ImportError:
-        return "BLAS unknown (threadpoolctl missing: pip install threadpoolctl)"
-    import numpy  # noqa: F401 - loads numpy's BLAS so threadpoolctl finds it
-    pools = [p for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
-    if not pools:
-        return "no BLAS found by threadpoolctl"
-    pools.sort(key=lambda p: "numpy" not in str(p.get("filepath", "")))   # numpy's own first
-    return "; ".join(("numpy's " if "numpy" in str(p.get("filepath", "")) else "also loaded: ")
-                     + f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture') or '?'} "
-                     f"kernels, {p.get('threading_layer') or '?'}, {p.get('num_threads')} threads)"
-                     for p in pools)
-
-
-#: The environment variables that make OpenBLAS run other kernels (``OPENBLAS_CORETYPE``) or
-#: another blocking (``OPENBLAS_L2_SIZE``) than it would pick for this CPU; some shared machines
-#: set them. The host-default BLAS row is measured in a child process without both.
-OPENBLAS_FORCING = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-
-#: the row of the BLAS peer as the host would choose it (measured in the child process)
-HOST_BLAS = "numpy BLAS, host default"
-#: the table with both BLAS rows (present only when OPENBLAS_FORCING variables are set)
-BLAS_TABLE = "BLAS peer: forced and host-default kernels"
-
-
-def _numpy_blas_pool() -> dict | None:
-    """threadpoolctl's record of the BLAS numpy calls (None: no threadpoolctl or no BLAS)."""
-    try:
-        import threadpoolctl
-    except ImportError:
-        return None
-    import numpy  # noqa: F401 - loads numpy's BLAS so threadpoolctl finds it
-    pools = [p for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
-    pools.sort(key=lambda p: "numpy" not in str(p.get("filepath", "")))   # numpy's own first
-    return pools[0] if pools else None
-
-
-def blas_kernel() -> str | None:
-    """The kernel set numpy's BLAS runs now (threadpoolctl's ``architecture``: ``SkylakeX``,
-    ``Haswell``, …), or None when it cannot be read."""
-    pool = _numpy_blas_pool()
-    return (pool or {}).get("architecture") or None
-
-
-def forced_blas(environ=None) -> dict:
-    """The :data:`OPENBLAS_FORCING` variables set in ``environ`` (default: this process's)."""
-    import os
-    env = os.environ if environ is None else environ
-    return {k: env[k] for k in OPENBLAS_FORCING if k in env}
-
-
-def host_default_env(environ=None) -> dict:
-    """A copy of ``environ`` (default: this process's) without OPENBLAS_CORETYPE and
-    OPENBLAS_L2_SIZE — the environment of the child process that measures the BLAS the host
-    would choose. ``environ`` itself is never changed."""
-    import os
-    env = dict(os.environ if environ is None else environ)
-    for k in OPENBLAS_FORCING:
-        env.pop(k, None)
-    return env
-
-
-def blas_warning(environ=None, kernel: str | None = None) -> str | None:
-    """The warning ``labkit bench pcc`` prints when OPENBLAS_CORETYPE (or OPENBLAS_L2_SIZE)
-    is set, naming the kernel in use; None when neither is."""
-    forced = forced_blas(environ)
-    if not forced:
-        return None
-    kernel = blas_kernel() if kernel is None else kernel
-    what = ", ".join(f"{k}={v}" for k, v in forced.items())
-    return (f"WARNING: {what} {'are' if len(forced) > 1 else 'is'} set: OpenBLAS runs its {kernel or '?'} kernels"
-            + (" (forced by OPENBLAS_CORETYPE)" if "OPENBLAS_CORETYPE" in forced else "")
-            + " — not necessarily what it picks for this CPU; the BLAS peer is measured again "
-              "in a child process without " + " and ".join(OPENBLAS_FORCING)
-            + ", and the target is judged against that host-default row")
-
-
-def _child_main() -> None:
-    """In the child process (``host_blas_child``): time the BLAS peer as the parent does and
-    print one JSON line with the times, the kernel in use and a correctness check."""
-    import os
-
-    import numpy as np
-    spec = json.loads(sys.argv[1])
-    inp = make_inputs(spec["size"])
-    X = inp.X
-    n, l = X.shape
-    with blas_threads(spec["threads"]) as pinned:
-        res = bench.compare({"blas": (blas_pcc, (X,))}, repeat=spec["repeat"],
-                            min_time=spec["min_time"], work=_flops(inp), unit="flop")
-        info, arch = blas_info(), blas_kernel()
-        R = blas_pcc(X)                       # a sample of pairs against numpy's corrcoef
-    rng = np.random.default_rng(1)
-    ij = rng.integers(0, n, (64, 2))
-    err = max(abs(R[i, j] - np.corrcoef(X[i], X[j])[0, 1]) for i, j in ij)
-    row = res.rows[0]
-    print(json.dumps({"median_s": row["median_s"], "best_s": row["best_s"], "q1_s": row["q1_s"],
-                      "q3_s": row["q3_s"], "compile_s": row["compile_s"], "loops": row["loops"],
-                      "times": res.times["blas"], "architecture": arch, "blas": info,
-                      "pinned": bool(pinned), "n": n, "l": l, "max_err": float(err),
-                      "removed": [k for k in OPENBLAS_FORCING if k in spec["parent_env"]],
-                      "child_env": {k: os.environ[k] for k in OPENBLAS_FORCING
-                                    if k in os.environ}}))
-
-
-def host_blas_child(size, threads: int, repeat: int = 5, min_time: float = 0.2,
-                    timeout: float = 900, environ=None) -> dict:
-    """Measure the BLAS peer (standardise + ``Z @ Z.T``) as the host would choose it: in a child
-    process whose environment is this one's without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
-    (:func:`host_default_env`; this process's environment is not changed), on the same inputs
-    (``make_inputs(size)``), BLAS held to ``threads``, warm-up first, then the median of
-    ``repeat`` wall-clock repeats as the parent's rows. Returns the child's JSON (times,
-    ``architecture``, ``blas``, ``max_err`` of 64 pairs against numpy's corrcoef)."""
-    import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    spec = {"size": size, "threads": int(threads), "repeat": int(repeat),
-            "min_time": float(min_time), "parent_env": sorted(forced_blas(environ))}
-    code = (f"import sys; sys.path.insert(0, {root!r}); "
-            "from labkit.pcc.bench import _child_main; _child_main()")
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True,
-                          text=True, timeout=timeout, env=host_default_env(environ))
-    if proc.returncode != 0:
-        raise RuntimeError(f"the host-default BLAS child failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def blas_table(res, child: dict, forced: dict, kernel: str | None, work: float):
@@ -187,19 +60,6 @@ def blas_table(res, child: dict, forced: dict, kernel: str | None, work: float):
               + (" — the same kernel set: the variable does not lower it on this CPU" if same
                  else f" — {kernel or '?'} kernels forced instead of "
                       f"{child.get('architecture') or '?'}"))
-
-
-@contextlib.contextmanager
-def blas_threads(n):
-    """BLAS held to ``n`` threads (threadpoolctl) inside the block; without threadpoolctl a
-    no-op, and the benchmark label says so."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield False
-        return
-    with threadpool_limits(limits=int(n), user_api="blas"):
-        yield True
 
 
 def _pa(schedule):
@@ -256,11 +116,6 @@ def _without_pauses(res):
                              repeat=res.repeat, min_time=res.min_time, clock=res.clock,
                              stat=res.stat, times={r["name"]: res.times.get(r["name"], [])
                                                    for r in keep})
-
-
-def _flops(inputs):
-    n, l = inputs.X.shape
-    return n * (n + 1) / 2 * 2 * l
 
 
 #: the row of what ``pearson_allpairs(X)`` runs (its default schedule) and of its kernel
@@ -360,9 +215,19 @@ def run_benchmark(size=None, repeat=5):
         return {"correlated_pairs n=100000 l=500": large_run()}
     if size not in _MAIN_SIZES:
         raise ValueError(f"size {size!r} unknown; use None, 'small', 'seed' or 'large'")
-    out = {}
-
     inp = make_inputs(_MAIN_SIZES[size])
+    sp = make_inputs(_STEP_SIZES[size])
+    out = _vs_peer(inp, size, repeat)                              # 1. labkit vs BLAS, the roof
+    out.update(_steps(sp, repeat))                                 # 2. the optimisation steps
+    out.update(_vs_naive(inp, sp, repeat))                         # 3. the naive loop, scaled
+    return out
+
+
+def _vs_peer(inp, size, repeat) -> dict:
+    """labkit's entry points, its kernel and numpy's BLAS interleaved (BLAS held to numba's
+    threads); the host-default BLAS from a child process when OPENBLAS_* force other kernels;
+    everything against the FMA roof."""
+    out = {}
     n, l = inp.X.shape
     work = _flops(inp)
     expected = pearson_allpairs(inp.X)
@@ -395,8 +260,11 @@ def run_benchmark(size=None, repeat=5):
         out[f"{BLAS_TABLE} (n={n}, l={l})"] = blas_table(out[f"vs numpy BLAS (n={n}, l={l})"],
                                                          child, forced, kernel, work)
     out[f"FMA roof (n={n}, l={l})"] = _roof_table(inp.X, Zs, Zm, work, P, repeat)
+    return out
 
-    sp = make_inputs(_STEP_SIZES[size])
+
+def _steps(sp, repeat) -> dict:
+    """The lesson's steps, naive to the entry point, at a size the naive loop can run."""
     ns, ls = sp.X.shape
     exp_s = pearson_allpairs(sp.X)
 
@@ -415,11 +283,15 @@ def run_benchmark(size=None, repeat=5):
                           (sp.X,), repeat=repeat, min_time=0.2, work=ns * (ns + 1) / 2,
                           unit="pairs", validate=lambda R: validate(R, exp_s),
                           label=f"optimisation steps at n={ns}, l={ls}")
-    out[f"steps (n={ns}, l={ls})"] = steps
+    return {f"steps (n={ns}, l={ls})": steps}
 
-    # the naive loop measured at the small n, interleaved with pearson_allpairs at the big n
-    # (same moment, same machine load), then scaled by pairs × samples: the naive loop re-reads
-    # both rows for every pair, so its time per pair·sample does not depend on n
+
+def _vs_naive(inp, sp, repeat) -> dict:
+    """The naive loop measured at the small n, interleaved with pearson_allpairs at the big n
+    (same moment, same machine load), then scaled by pairs × samples: the naive loop re-reads
+    both rows for every pair, so its time per pair·sample does not depend on n."""
+    n, l = inp.X.shape
+    ns, ls = sp.X.shape
     pairs_small = ns * (ns + 1) / 2
     pairs_big = n * (n + 1) / 2
     both = bench.compare({"naive": (pcc_naive, (sp.X,)), "fast": (pearson_allpairs, (inp.X,))},
@@ -429,11 +301,10 @@ def run_benchmark(size=None, repeat=5):
     fast_s = both.median("fast")
     rows = [_row(f"pcc_naive (1 thread), timed at n={ns} l={ls}, scaled", naive_s, pairs_big, naive_s),
             _row("pearson_allpairs (threads), timed at this size", fast_s, pairs_big, naive_s)]
-    out[f"vs naive pair loop (n={n}, l={l})"] = bench.BenchResult(
+    return {f"vs naive pair loop (n={n}, l={l})": bench.BenchResult(
         rows, baseline=rows[0]["name"], unit="pairs", repeat=repeat, min_time=0.2,
         label=f"naive: its median time per pair·sample at n={ns}, l={ls} × pairs·samples here "
-              f"(interleaved with pearson_allpairs, not re-run at n={n})")
-    return out
+              f"(interleaved with pearson_allpairs, not re-run at n={n})")}
 
 
 def large_run(threshold=0.8, n=100_000, l=500, timeout=3600):
