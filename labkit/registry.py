@@ -19,18 +19,21 @@ Every lab is a package ``labkit/<name>/`` with the same named files for the same
 * ``reference.py`` — ``reference(inputs)`` and ``validate(result, expected)``, and the
   independent oracles behind them (numpy, brute force, a peer library), never a kernel.
 * ``kernels.py`` — the teaching steps the notebook shows, naive first, one kernel per step.
-* ``engine.py`` — what the entry point runs; it may be the last teaching step itself. Its private
-  helpers (``_<name>.py``: LLVM intrinsics, plans, packed panels) sit beside it.
+* ``engine.py`` — what the entry point runs; it may be the last teaching step itself.
 * ``bench.py`` — ``run_benchmark`` and ``TARGETS`` (read by ``labkit bench``) and the peers the
   lab is measured beside.
 * ``checks.py`` — the exercise checks (found through :func:`check_modules`).
+* ``challenge.py`` — the open challenge (every lab but lesson 00, whose entry says
+  ``challenge=False``).
 
-Optional, same names wherever they occur (:data:`OPTIONAL`): ``challenge.py`` (the open
-challenge; every lab has one but lesson 00), ``mpi.py`` (the entry point over MPI ranks),
-``__main__.py`` (``python -m labkit.<lab>``). A lab keeps a public module for a topic the notebook
-teaches by name only when its :class:`Lab` entry declares it in ``topics``, with its role; every
-other module is private (a leading underscore). ``tests/test_lab_contract.py`` holds every lab to
-this.
+Optional, same names wherever they occur (:data:`OPTIONAL`): ``mpi.py`` (the entry point over
+MPI ranks) and ``__main__.py`` (``python -m labkit.<lab>``). A lab keeps a public module for a
+topic the notebook teaches by name only when its :class:`Lab` entry declares it in ``topics``,
+with its role. Every other module is a private helper of one of the above, named with a leading
+underscore (``_<name>.py``: the engine's LLVM intrinsics, plans and packed panels, the bench's
+workloads and peers, the checks' gates). On the package the function ``reference`` hides the
+module of that name: import from ``labkit.<lab>.reference`` to reach the module.
+``tests/test_lab_contract.py`` holds every lab to this.
 """
 from __future__ import annotations
 
