@@ -265,3 +265,18 @@ def test_error_in_check_code_is_not_blamed_on_student():
     assert "test_check.py" in r.message or "?" in r.message
     r = check._t_double(crash)
     assert "your function raised ZeroDivisionError" in r.message
+
+
+def test_speed_not_judged_marks_the_result_for_the_graders_review():
+    from labkit.check import framework
+    from labkit.grade.report import review_reason
+
+    def body(student):
+        framework.speed_not_judged("the machine is too busy: speed not judged")
+
+    r = framework.run_local(framework.Exercise("_fx_unjudged", 1, body, __name__), lambda: None)
+    assert r.passed and "too busy" in r.message
+    assert r.details["speed_not_judged"].startswith("the machine is too busy")
+    row = {"exercise": "_fx_unjudged", "verdict": "passed", "message": r.message,
+           "details": r.details}
+    assert review_reason(row) == "passed, but the check says speed was not judged"

@@ -10,7 +10,7 @@ import numpy as np
 
 from labkit import hints
 from labkit.check import (CheckFailure, exercise, fma_gate, mismatch, note, require_njit, rng,
-                          speed_enforced, speed_gate, vectorized_gate)
+                          speed_enforced, speed_gate, speed_not_judged, vectorized_gate)
 from labkit.check.guard import Guard, unwrap
 from labkit.check.speed import _Student
 
@@ -309,7 +309,7 @@ def _flat_verdict(verdicts: list, spread: dict | None, enforce: bool) -> str:
                f"{FLAT_NOISE:g} in {', '.join(busy)})")
         if spread is None:              # no proof without the timing: never a pass
             raise CheckFailure("inconclusive", why + "; run the check again on a quieter machine")
-        note(why + ": speed not judged, the threads counted above prove the flat loop")
+        speed_not_judged(why + ": speed not judged, the threads counted above prove the flat loop")
         return "every position × tile right, in one parallel loop"
     if any(rel.high < FLAT_NEED for _, rel, _ in verdicts):
         slow = [label for label, rel, _ in verdicts if rel.high < FLAT_NEED]

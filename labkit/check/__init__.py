@@ -36,7 +36,7 @@ from __future__ import annotations
 from labkit._common import mismatch
 
 from .framework import (Exercise, award, current, earned, exercise, get, last, locked, names,
-                        note, rng, run, seed, speed_enforced)
+                        note, rng, run, seed, speed_enforced, speed_not_judged)
 from .gates import (accumulators_gate, fma_gate, lanes_gate, native_bits, native_lanes,
                     no_branch_gate, no_fastmath_gate, not_blas_gate, record_order,
                     require_njit, vectorized_gate)
@@ -49,7 +49,8 @@ __all__ = [
     "CheckResult", "VERDICTS", "exercise", "run", "run_source", "names", "mismatch", "rng",
     "seed", "speed_gate", "vectorized_gate", "lanes_gate", "no_branch_gate", "fma_gate",
     "no_fastmath_gate", "accumulators_gate", "not_blas_gate", "record_order", "require_njit",
-    "native_bits", "native_lanes", "CheckFailure", "speed_enforced", "note", "get", "current",
+    "native_bits", "native_lanes", "CheckFailure", "speed_enforced", "speed_not_judged", "note",
+    "get", "current",
     "restart_worker", "Exercise", "earned", "locked", "award", "last",
 ]
 

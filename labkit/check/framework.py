@@ -26,7 +26,7 @@ import numpy as np
 from .result import MAX_MESSAGE, CheckFailure, CheckResult
 
 __all__ = ["Exercise", "exercise", "seed", "rng", "note", "award", "names", "get", "run",
-           "speed_enforced", "current", "last"]
+           "speed_enforced", "speed_not_judged", "current", "last"]
 
 
 # ---------------------------------------------------------------- seeds and inputs
@@ -80,6 +80,16 @@ def note(text: str) -> None:
     """Add a remark to the running check's message (e.g. "32 int16 lanes"); no-op outside one."""
     if _current is not None and text:
         _current.notes.append(str(text))
+
+
+def speed_not_judged(why: str) -> None:
+    """The running check passes on other proof while speed could not be judged now (a machine
+    too busy): ``why`` joins the message and ``details["speed_not_judged"]`` marks the result, so
+    the grader puts the row up for review (:func:`labkit.grade.report.review_reason`) — a field,
+    not the message's wording."""
+    note(why)
+    if _current is not None:
+        _current.details["speed_not_judged"] = str(why)
 
 
 def award(share: float) -> None:

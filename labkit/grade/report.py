@@ -18,10 +18,6 @@ __all__ = ["rows", "write_csv", "write_wide_csv", "write_json", "summary", "coun
            "review_reason", "needs_review", "mark_review", "review_notes", "is_challenge",
            "leaderboards", "labels", "place_line", "ordinal", "Entry"]
 
-#: A check's message that says it passed without judging speed (one thread, a machine too busy,
-#: speed only reported): a human looks at that row, as at an ``inconclusive`` one.
-_NOT_JUDGED = re.compile(r"speed (?:was )?not judged|speed reported only", re.IGNORECASE)
-
 
 def counted(results: list[dict]) -> list[dict]:
     """The results that count (not the extra copies of a lab a student handed in twice)."""
@@ -44,7 +40,7 @@ def review_reason(e: dict) -> str | None:
         return (f"{e.get('verdict')}: the cell did not load in time"
                 + (", even re-measured alone after the batch" if e.get("remeasured") else "")
                 + " — labkit's time, not the student's function's")
-    if _NOT_JUDGED.search(str(e.get("message", ""))):
+    if (e.get("details") or {}).get("speed_not_judged"):   # labkit.check.speed_not_judged
         return f"{e.get('verdict')}, but the check says speed was not judged"
     if e.get("verdict") == "passed" and "speed_share" in (e.get("details") or {}):
         return ("passed at a share of labkit's answer, which missed the speed target itself on "
