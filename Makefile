@@ -40,20 +40,28 @@ warm: install
 # make test-all: both tiers in one run; make test-full: only the tests marked full (what .ci/run
 # adds after make test, so no test runs twice). Each test's time goes to
 # build/test-times/<tier>.xml; the slowest are printed at the end. pytest-xdist runs the tests in
-# WORKERS processes (2: this machine's cores; WORKERS=0 runs them in one), whole files per worker
-# (nbval's cells of a notebook share one kernel, in order), the longest files first (conftest.py).
+# WORKERS processes, whole files per worker (nbval's cells of a notebook share one kernel, in
+# order), the longest files first (conftest.py). make test and test-all: one more worker than
+# cores, at most 6 (its tests wait on subprocesses, kernels and the browser: on 2 cores, cold,
+# 3 workers took 544 s, 4 took 586); make test-full: one per core (its
+# browser runs of the five solutions keep their time limits). WORKERS=0 runs in one process.
 # numba's cache of labkit's kernels is kept between runs, across clones of the same labkit
 # (tools/numba_keep.py: restored before, saved after, keyed by labkit's files, numba and the CPU)
-WORKERS ?= 2
+CORES := $(shell $(PY) -c "import os; print(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 2)")
+WORKERS ?= $(shell $(PY) -c "print(min($(CORES) + 1, 6))")
+FULL_WORKERS ?= $(CORES)
 TIER_test := default
 TIER_test-all := all
 TIER_test-full := full
+N_test := $(WORKERS)
+N_test-all := $(WORKERS)
+N_test-full := $(FULL_WORKERS)
 KEEP_NUMBA = $(BIN)/python tools/numba_keep.py
 test test-all test-full: install
 	$(BIN)/python tools/ensure_browser.py || true
 	$(BIN)/python -m labkit.grade.sandbox --ensure
 	@$(KEEP_NUMBA) restore
-	$(BIN)/python -m pytest --tier $(TIER_$@) -n $(WORKERS) --dist loadfile \
+	$(BIN)/python -m pytest --tier $(TIER_$@) -n $(N_$@) --dist loadfile \
 		--junitxml=build/test-times/$(TIER_$@).xml; rc=$$?; $(KEEP_NUMBA) save; exit $$rc
 	@$(BIN)/python tools/test_times.py build/test-times/$(TIER_$@).xml
 
