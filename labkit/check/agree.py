@@ -9,19 +9,25 @@ import numpy as np
 from labkit._common import mismatch as _mismatch
 
 
+def _each(compare, got, exp: tuple, name: str, expected: str) -> str | None:
+    """``compare`` element by element of a tuple result: the first difference, else ``None``
+    (``expected`` says what ``got`` should have been when it is no tuple of that length)."""
+    if not isinstance(got, tuple) or len(got) != len(exp):
+        return f"{name} is a {type(got).__name__}, {expected}"
+    for k, (g, e) in enumerate(zip(got, exp)):
+        msg = compare(g, e, f"{name}[{k}]")
+        if msg:
+            return msg
+    return None
+
+
 def _same(got, exp, name: str) -> str | None:
     """``None`` when a timed call's result equals the first call's (to rounding: a parallel
     reduction may add in another order), else the difference."""
     if exp is None or got is None:
         return None if got is exp else f"{name} is {got!r}, the first call gave {exp!r}"
     if isinstance(exp, tuple):
-        if not isinstance(got, tuple) or len(got) != len(exp):
-            return f"{name} is a {type(got).__name__}, the first call gave a tuple"
-        for k, (g, e) in enumerate(zip(got, exp)):
-            msg = _same(g, e, f"{name}[{k}]")
-            if msg:
-                return msg
-        return None
+        return _each(_same, got, exp, name, "the first call gave a tuple")
     if isinstance(got, np.ndarray) and isinstance(exp, np.ndarray) and \
             got.shape == exp.shape and got.dtype == exp.dtype and \
             np.array_equal(got, exp, equal_nan=exp.dtype.kind in "fc"):
@@ -45,13 +51,7 @@ REFERENCE_RTOL = 1e-6
 def _close(got, exp, name: str) -> str | None:
     """``None`` when ``got`` matches the reference's ``exp`` to :data:`REFERENCE_RTOL`."""
     if isinstance(exp, tuple):
-        if not isinstance(got, tuple) or len(got) != len(exp):
-            return f"{name} is a {type(got).__name__}, the reference returns a tuple of {len(exp)}"
-        for k, (g, e) in enumerate(zip(got, exp)):
-            msg = _close(g, e, f"{name}[{k}]")
-            if msg:
-                return msg
-        return None
+        return _each(_close, got, exp, name, f"the reference returns a tuple of {len(exp)}")
     try:
         e = np.asarray(exp)
         if e.dtype == object:

@@ -23,6 +23,18 @@ class Feedback:
     __repr__ = __str__
 
 
+def hot_loop(facts: dict) -> str | None:
+    """The hot loop's vectors and lanes in words, from a challenge's facts (``vector_bits``,
+    ``lanes``, ``lane_type``), or None when they were not read — the notebook's feedback cell
+    and the grader's feedback page say it the same way."""
+    bits = facts.get("vector_bits")
+    if bits is None:
+        return None
+    lanes = facts.get("lanes")
+    return "scalar (no vector instructions)" if not bits else (
+        f"{bits}-bit vectors" + (f", {lanes} {facts.get('lane_type')} lanes" if lanes else ""))
+
+
 def _x(v) -> str:
     return f"{float(v):.2f}×" if isinstance(v, (int, float)) else "—"
 
@@ -71,12 +83,9 @@ def feedback_text(r) -> str:
         said = "" if d.get("judged", True) else (
             " on this run — reported only (LABKIT_SPEED=report): the points do not depend on it")
         rows.append(("tier", f"{describe_tier(k)}{said}{nxt}"))
-    bits = d.get("vector_bits")
-    if bits is not None:
-        lanes = d.get("lanes")
-        rows.append(("the hot loop", "scalar (no vector instructions)" if not bits else
-                     f"{bits}-bit vectors" + (f", {lanes} {d.get('lane_type')} lanes"
-                                              if lanes else "")))
+    loop = hot_loop(d)
+    if loop is not None:
+        rows.append(("the hot loop", loop))
     if d.get("roof_share") is not None:
         rows.append((f"share of {d.get('roof', 'the roof')}", f"{d['roof_share']:.0%}"))
     rows.append(("threads", f"{d.get('threads', 1)}" + (f" ({d['threads_note']})"

@@ -82,6 +82,7 @@ def challenge_facts(facts: dict) -> list[tuple[str, str]]:
     """A challenge's feedback facts (``details["challenge"]``) as (what, value) rows: the speed
     beside both anchors, the position, the hot loop's vector width and lanes, the roof share,
     the threads, the lab's steps."""
+    from labkit.check.feedback import hot_loop     # the notebook's feedback cell says it so too
     rows = []
     if "ratio" in facts:
         rows.append(("your speed ÷ labkit's kernel's",
@@ -94,12 +95,9 @@ def challenge_facts(facts: dict) -> list[tuple[str, str]]:
     if isinstance(facts.get("position"), (int, float)):
         rows.append(("position (0 = the starting point, 1 = labkit's kernel)",
                      f"{facts['position']:.2f}"))
-    bits = facts.get("vector_bits")
-    if bits is not None:
-        lanes = facts.get("lanes")
-        rows.append(("your hot loop", "scalar (no vector instructions)" if not bits else
-                     f"{bits}-bit vectors" + (f", {lanes} {facts.get('lane_type')} lanes"
-                                              if lanes else "")))
+    loop = hot_loop(facts)
+    if loop is not None:
+        rows.append(("your hot loop", loop))
     if isinstance(facts.get("roof_share"), (int, float)):
         rows.append((f"share of {facts.get('roof') or 'the roof'}", f"{facts['roof_share']:.0%}"))
     if facts.get("threads"):

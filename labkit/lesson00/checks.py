@@ -90,6 +90,21 @@ def check_softsign(student):
 LATENCY_TOLERANCE = 0.25
 
 
+def rounds_against(pred: float) -> tuple[list, float, bool]:
+    """``dot_plain``'s measured rounds (:func:`measured_cycle_rounds`, fastest first), how far
+    ``pred`` is off the fastest (a fraction), and whether the rounds disagree (the slowest over
+    1.1 × the fastest: a busy host) — measured again, once, when ``pred`` is off on a busy host."""
+    def judged(r):
+        return abs(pred - r[0][0]) / r[0][0], r[-1][0] > 1.1 * r[0][0]
+
+    rounds = measured_cycle_rounds()
+    off, busy = judged(rounds)
+    if off > LATENCY_TOLERANCE and busy:
+        rounds = sorted(rounds + measured_cycle_rounds())   # more rounds, once
+        off, busy = judged(rounds)
+    return rounds, off, busy
+
+
 def measured_cycle_rounds(n: int = 1 << 14, rounds: int = 9,
                           kernel=None) -> list[tuple[float, float, float]]:
     """``rounds`` measurements of ``dot_plain`` (or ``kernel(x, y)``) on this core, each (cycles
@@ -130,15 +145,7 @@ def check_latency(student):
     if not np.isfinite(pred) or pred <= 0:
         raise CheckFailure("wrong", f"predicted {pred!r} cycles per element; a time per "
                                     "element is a positive number")
-    rounds = measured_cycle_rounds()
-
-    def judged(r):       # (off by, the rounds disagree: a busy host)
-        return abs(pred - r[0][0]) / r[0][0], r[-1][0] > 1.1 * r[0][0]
-
-    off, busy = judged(rounds)
-    if off > LATENCY_TOLERANCE and busy:
-        rounds = sorted(rounds + measured_cycle_rounds())   # more rounds, once
-        off, busy = judged(rounds)
+    rounds, off, busy = rounds_against(pred)
     cycles, ns, hz = rounds[0]
     spread = (f"; its {len(rounds)} rounds read {rounds[0][0]:.1f}–{rounds[-1][0]:.1f}, the "
               "fastest shows the core" if busy else "")
@@ -284,15 +291,7 @@ def _beside_measurement(host: dict, said: dict, why: str) -> str:
     if resource != "dependency":        # a port-bound chain on some model: a lower bound only
         return (f"this core's model bounds dot_plain by port {resource}, which a measurement "
                 "could only confirm as a lower bound: not measured")
-    rounds = measured_cycle_rounds()
-
-    def judged(r):       # (off by, the rounds disagree: a busy host)
-        return abs(pred - r[0][0]) / r[0][0], r[-1][0] > 1.1 * r[0][0]
-
-    off, busy = judged(rounds)
-    if off > LATENCY_TOLERANCE and busy:
-        rounds = sorted(rounds + measured_cycle_rounds())   # more rounds, once
-        off, busy = judged(rounds)
+    rounds, off, busy = rounds_against(pred)
     cycles, ns, hz = rounds[0]
     facts = (f"dot_plain: your bound {pred:.3g} cycles per element (the chain), measured "
              f"{cycles:.2f} ({ns:.2f} ns at {hz / 1e9:.2f} GHz, fastest of {len(rounds)} rounds"
