@@ -35,3 +35,28 @@ def colsum_dead_vector(a):
             s += a[i, j]
         out[j] = s
     return out
+
+
+#: lab 02's flat_tiles done right, as cell text (bs = labkit.bspline): positions × tiles in one
+#: flat prange, each pair's VGH by the lab's SoA kernel
+FLAT_TILES = '''
+@njit(parallel=True)
+def my_batch_tiles(tcoefs, idx, pref, out):
+    M, P = tcoefs.shape[0], idx.shape[0]
+    for t in prange(P * M):
+        p = t // M
+        m = t - p * M
+        bs.vgh_soa(tcoefs[m], idx[p], pref[p], out[p, m])
+'''
+
+
+# lab 04's popcount_bound done right: of two OSACA reports, the kernel with fewer cycles per
+# word (the larger of its busiest port and its dependency chain) and by how much; no answer
+# when the model cannot tell the faster one
+def faster(a, b):
+    ca = max(max(a.ports.values()), a.dependency) / a.elements
+    cb = max(max(b.ports.values()), b.dependency) / b.elements
+    fast, slow = (a, b) if ca <= cb else (b, a)
+    if fast.unknown:
+        return None
+    return fast.name, max(ca, cb) / min(ca, cb)

@@ -10,7 +10,7 @@ from numba import prange as numba_prange
 from labkit import check
 from labkit.check import executed
 
-from tests.fakes import colsum_dead_vector
+from tests.fakes import FLAT_TILES, colsum_dead_vector
 
 _IMPORTS = "import numpy as np\nfrom numba import njit\n"     # a cell's imports, for run_source
 
@@ -573,15 +573,6 @@ def test_the_probe_runs_no_student_code_in_the_worker(tmp_path):
 # ================================================ flat_tiles: no pass on a busy machine without proof
 _BS_IMPORTS = ("import numpy as np\nimport numba\nfrom numba import njit, prange\n"
                "from labkit import bspline as bs\n")
-_FLAT = '''
-@njit(parallel=True)
-def my_batch_tiles(tcoefs, idx, pref, out):
-    M, P = tcoefs.shape[0], idx.shape[0]
-    for t in prange(P * M):
-        p = t // M
-        m = t - p * M
-        bs.vgh_soa(tcoefs[m], idx[p], pref[p], out[p, m])
-'''
 _SERIAL_INNER = '''
 @njit(parallel=True)
 def my_batch_tiles(tcoefs, idx, pref, out):
@@ -603,7 +594,7 @@ def test_flat_tiles_counts_threads_so_a_busy_machine_cannot_pass_a_serial_inner_
         r = check.run_source("flat_tiles", src, _BS_IMPORTS)
         assert r.verdict == "technique missing" and shape in r.message, str(r)
         assert "ran on one thread" in r.message, str(r)
-    r = check.run_source("flat_tiles", _FLAT, _BS_IMPORTS)
+    r = check.run_source("flat_tiles", FLAT_TILES, _BS_IMPORTS)
     assert r.passed and "threads (counted)" in r.message, str(r)
 
 

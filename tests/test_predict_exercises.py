@@ -17,6 +17,7 @@ from labkit.epistasis import checks as E
 from labkit.lesson00 import checks as L
 from labkit.check.bounds import reading_error, stated
 from labkit.inspect.loopreport import LoopReport, truth
+from tests.fakes import faster
 
 
 def _rep(name, ports, dependency, elements, model="SPR", unknown=(), critical=0.0):
@@ -212,15 +213,6 @@ TABLE = _rep("byte table", {"5": 48.0, "2": 16.0}, 1.0, 2, model="SKX")
 HW_LOW = _rep("ctpop <8 x i64>", {"0": 8.0}, 2.0, 16, model="SKX", unknown=["vmovdqu64 x"])
 MULA_LOW = _rep("Muła (vpshufb)", {"1": 1.4}, 3.0, 16, model="SPR", unknown=["vpshufb a"] * 24)
 TABLE_LOW = _rep("byte table", {"0": 8.0}, 1.0, 2, model="SPR", unknown=["vpmovzxbq b"] * 32)
-
-
-def faster(a, b):
-    ca = max(max(a.ports.values()), a.dependency) / a.elements
-    cb = max(max(b.ports.values()), b.dependency) / b.elements
-    fast, slow = (a, b) if ca <= cb else (b, a)
-    if fast.unknown:
-        return None
-    return fast.name, max(ca, cb) / min(ca, cb)
 
 
 def ignores_lower_bounds(a, b):

@@ -12,6 +12,7 @@ import pytest
 
 from labkit import check, hints
 import labkit.bspline.checks as bchecks  # noqa: F401  (registers the exercises)
+from tests.fakes import FLAT_TILES as FLAT
 
 IMPORTS = ("import numpy as np\nimport numba\nfrom numba import njit, prange\n"
            "from labkit import bspline as bs\n")
@@ -38,15 +39,6 @@ def my_aosoa_vgh(tcoefs, n, idx, pref, out):
         for s in range(10):
             for k in range(min(Nb, n - lo)):
                 out[s, lo + k] = scratch[t, s, k]
-'''
-FLAT = '''
-@njit(parallel=True)
-def my_batch_tiles(tcoefs, idx, pref, out):
-    M, P = tcoefs.shape[0], idx.shape[0]
-    for t in prange(P * M):
-        p = t // M
-        m = t - p * M
-        bs.vgh_soa(tcoefs[m], idx[p], pref[p], out[p, m])
 '''
 
 

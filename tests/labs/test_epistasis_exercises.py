@@ -6,12 +6,15 @@ fail: the hardware popcount (or a bit trick LLVM turns into one), a 16-entry tab
 does not vectorise, and tables in memory that do (a byte table; nibbles looked up per word), the
 branchy MI, tables built from scratch for every combination, a
 prediction from n³ or that ignores the ranks."""
+import inspect
+
 import numpy as np
 import pytest
 
 from labkit import check, hints
 from labkit.check.falsefail import solutions
 from labkit.epistasis import checks as _checks  # noqa: F401 - registers the checks and hints
+from tests.fakes import faster
 
 IMPORTS = ("import math\nimport numpy as np\nimport numba\nfrom numba import njit\n"
            "from labkit import epistasis as ep\n")
@@ -332,15 +335,7 @@ def test_a_kernel_that_changes_its_input_is_wrong(name, src, fn, arg):
 
 
 # ------------------------------------------------------------------ popcount_bound on this host
-_FASTER = '''
-def faster(a, b):
-    ca = max(max(a.ports.values()), a.dependency) / a.elements
-    cb = max(max(b.ports.values()), b.dependency) / b.elements
-    fast, slow = (a, b) if ca <= cb else (b, a)
-    if fast.unknown:
-        return None
-    return fast.name, max(ca, cb) / min(ca, cb)
-'''
+_FASTER = "\n" + inspect.getsource(faster)
 
 
 @pytest.mark.parametrize("src, needle", [
