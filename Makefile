@@ -42,9 +42,9 @@ warm: install
 # build/test-times/<tier>.xml; the slowest are printed at the end. pytest-xdist runs the tests in
 # WORKERS processes, whole files per worker (nbval's cells of a notebook share one kernel, in
 # order), the longest files first (conftest.py). make test and test-all: one more worker than
-# cores, at most 6 (its tests wait on subprocesses, kernels and the browser: on 2 cores, cold,
-# 3 workers took 544 s, 4 took 586); make test-full: one per core (its
-# browser runs of the five solutions keep their time limits). WORKERS=0 runs in one process.
+# cores, at most 6 (its tests wait on subprocesses, kernels and the browser; CONTRIBUTING.md
+# "Test tiers" has the times measured); make test-full: one per core (its browser runs of the
+# five solutions keep their time limits). WORKERS=0 runs in one process.
 # numba's cache of labkit's kernels is kept between runs, across clones of the same labkit
 # (tools/numba_keep.py: restored before, saved after, keyed by labkit's files, numba and the CPU)
 CORES := $(shell $(PY) -c "import os; print(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 2)")
