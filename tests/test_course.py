@@ -26,6 +26,7 @@ from labkit.cli import main as labkit_main
 from labkit.grade import cli as grade_cli
 from labkit.grade import course as C
 from labkit.grade import gradescope as G
+from labkit.grade import coursetime, gsresults
 
 ROOT = Path(__file__).resolve().parent.parent
 UTC = dt.timezone.utc
@@ -430,9 +431,9 @@ def test_gradescope_results_per_submission(graded):
     for f in files:
         doc = json.loads(f.read_text())
         assert G.validate(doc) == [], f
-        assert set(doc) <= G.TOP_FIELDS
+        assert set(doc) <= gsresults.TOP_FIELDS
         for t in doc["tests"]:
-            assert set(t) <= G.TEST_FIELDS
+            assert set(t) <= gsresults.TEST_FIELDS
             assert {"name", "score", "max_score", "output", "visibility"} <= set(t)
             assert isinstance(t["name"], str) and isinstance(t["output"], str)
             assert isinstance(t["score"], float) and isinstance(t["max_score"], float)
@@ -503,7 +504,7 @@ def test_csv_cells_are_injection_safe(klass, tmp_path):
 
 
 def test_timestamp_formats_and_sources(tmp_path):
-    berlin = C._zone("Europe/Berlin", "t")
+    berlin = coursetime._zone("Europe/Berlin", "t")
     t = C.parse_time("2026-10-17 20:00:00.123456 UTC", None, "t")
     assert t == dt.datetime(2026, 10, 17, 20, 0, 0, 123456, tzinfo=UTC)
     assert C.parse_time("2026-10-17T22:00:00+02:00", None, "t") == \

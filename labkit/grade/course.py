@@ -56,9 +56,8 @@ import time
 from pathlib import Path
 
 # the course's parts, importable from here as before (some only re-exported)
-from .coursemodel import (LATE_POLICIES, TIME_SOURCES, TIMESTAMP_FILE, UTC, Assignment, Course,
-                          CourseError, Student)
-from .coursetime import _zone, parse_time, submission_time
+from .coursemodel import Assignment, Course, CourseError, Student
+from .coursetime import parse_time, submission_time
 from .roster import read_roster_csv, roster_toml
 from .coursefile import lab_max_points, load_course
 from .gradebook import _fmt, build_gradebook, choose_copies

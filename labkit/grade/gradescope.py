@@ -25,8 +25,8 @@ import zipfile
 from pathlib import Path
 
 # results.json, importable from here as before (some only re-exported)
-from .gsresults import (FORMATS, TEST_FIELDS, TOP_FIELDS, VISIBILITY, assignment_results,
-                        lab_tests, submission_results, validate, write_results)
+from .gsresults import (VISIBILITY, assignment_results, lab_tests, submission_results, validate,
+                        write_results)
 
 __all__ = ["VISIBILITY", "validate", "lab_tests", "assignment_results", "submission_results",
            "write_results", "build_bundle", "run", "main"]
