@@ -73,16 +73,28 @@ def pytest_collection_modifyitems(config, items):
 
 
 # ------------------------------------------------------------------ xdist: longest files first
-#: A fresh clone has no build/test-times/: these files' seconds (the default tier, warm, one
-#: worker) order the first run; any other file counts 1 s. The last run's times replace them.
+#: A fresh clone has no build/test-times/: these files' seconds (the default tier, 3 workers on
+#: 2 cores, the mean of a warm and a cold run) order the first run; any other file counts 1 s.
+#: The last run's times replace them (regenerate: tools/test_times.py --slow-files).
 _SLOW_FILES = {
-    "tests/test_grade.py": 150, "tests/test_browser.py": 60,
-    "solutions/04_epistasis.ipynb": 48, "tests/labs/test_alignment_exercises.py": 47,
-    "tests/test_check_forgery.py": 46, "solutions/02_bspline.ipynb": 45,
-    "tests/test_grade_nbgrader.py": 45, "tests/test_check_students.py": 40,
-    "tests/labs/test_bspline_checks.py": 40, "solutions/03_pcc.ipynb": 40,
-    "tests/test_grade_sandbox.py": 39, "solutions/01_alignment.ipynb": 35,
-    "tests/labs/test_pcc_exercises.py": 35, "tests/labs/test_bspline.py": 27,
+    "tests/test_grade.py": 103, "solutions/04_epistasis.ipynb": 97,
+    "solutions/02_bspline.ipynb": 79, "solutions/01_alignment.ipynb": 79,
+    "tests/test_browser.py": 69, "solutions/03_pcc.ipynb": 64,
+    "tests/labs/test_alignment_exercises.py": 44, "tests/labs/test_alignment.py": 44,
+    "tests/test_check_students.py": 43, "tests/labs/test_bspline_checks.py": 41,
+    "tests/test_check_executed.py": 39, "tests/labs/test_bspline.py": 34,
+    "tests/labs/test_epistasis_exercises.py": 31, "tests/test_check_forgery.py": 30,
+    "solutions/00_tools.ipynb": 27, "tests/test_grade_sandbox.py": 26,
+    "tests/test_grade_shard.py": 24, "tests/labs/test_pcc.py": 23, "tests/test_bench.py": 22,
+    "tests/labs/test_pcc_exercises.py": 22, "tests/test_warm.py": 18, "tests/test_uarch.py": 15,
+    "tests/test_grade_nbgrader.py": 13, "tests/labs/test_epistasis.py": 12,
+    "tests/test_jit.py": 10, "tests/test_challenges.py": 9, "tests/test_cli.py": 8,
+    "tests/test_check_inputs.py": 8, "tests/test_target.py": 7, "tests/test_inspect.py": 7,
+    "tests/labs/test_pcc_engine.py": 7, "tests/labs/test_lesson00.py": 6,
+    "tests/test_widgets.py": 4, "tests/test_notebooks.py": 4,
+    "tests/labs/test_epistasis_bounds.py": 4, "tests/test_numba_keep.py": 3,
+    "tests/test_grade_pages.py": 3, "tests/test_hardware.py": 3, "tests/test_grade_inputs.py": 3,
+    "tests/test_imports.py": 3,
 }
 
 

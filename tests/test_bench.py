@@ -252,12 +252,14 @@ def test_timeit():
 def test_timeit_in_thread_cpu_seconds():
     # the caller sleeps while another thread of the process spins: process CPU time counts the
     # spinner, the caller's thread CPU time does not (labkit.hardware times its kernels so)
+    import hashlib
     import threading
     stop = threading.Event()
+    block = bytes(1 << 20)
 
-    def spin():
-        while not stop.is_set():
-            pass
+    def spin():     # hashing a large block releases the GIL: the caller's thread is not
+        while not stop.is_set():    # starved of it when the cores are busy (pure-Python
+            hashlib.sha256(block)   # spinning made this test take 10 s under xdist)
 
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()

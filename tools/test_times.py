@@ -2,6 +2,7 @@
 test-full call it; CI's log shows where the suite's time goes).
 
     python tools/test_times.py build/test-times/default.xml [N]
+    python tools/test_times.py --slow-files XML [XML ...]   # conftest.py's _SLOW_FILES, the mean
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__.strip())
         return 2
+    if argv[0] == "--slow-files":
+        return slow_files([Path(p) for p in argv[1:]])
     path, top = Path(argv[0]), int(argv[1]) if len(argv) > 1 else 15
     if not path.is_file():
         print(f"test_times: no {path} (did pytest run?)")
@@ -36,6 +39,36 @@ def main(argv: list[str]) -> int:
     for name, t in sorted(files.items(), key=lambda kv: -kv[1])[:top]:
         print(f"  {t:7.1f} s  {name}")
     return 0
+
+
+def slow_files(paths: list[Path], floor: float = 3.0) -> int:
+    """Print conftest.py's ``_SLOW_FILES`` (the order of a fresh clone's first run): each file's
+    seconds, the mean over the runs given, the files of at least ``floor`` seconds."""
+    runs = []
+    for path in paths:
+        files: dict[str, float] = {}
+        for tc in ET.parse(path).getroot().iter("testcase"):
+            f = _path(_file(f"{tc.get('classname')}::{tc.get('name')}"))
+            files[f] = files.get(f, 0.0) + float(tc.get("time") or 0.0)
+        runs.append(files)
+    if not runs:
+        print("test_times: --slow-files needs one or more junit files")
+        return 2
+    mean = {f: sum(r.get(f, 0.0) for r in runs) / len(runs) for r in runs for f in r}
+    print("_SLOW_FILES = {")
+    for f, t in sorted(mean.items(), key=lambda kv: -kv[1]):
+        if t >= floor:
+            print(f'    "{f}": {t:.0f},')
+    print("}")
+    return 0
+
+
+def _path(unit: str) -> str:
+    """tests.labs.test_pcc -> tests/labs/test_pcc.py; solutions.00_tools.ipynb -> solutions/…"""
+    if unit.endswith(".ipynb"):
+        head, _, name = unit[:-6].partition(".")
+        return f"{head}/{name}.ipynb"
+    return unit.replace(".", "/") + ".py"
 
 
 def _file(name: str) -> str:
