@@ -66,3 +66,23 @@ def test_gates_look_into_a_helper_that_holds_the_loop():
         assert "the helpers it calls" in shown.title and "_rows" in shown.text, kind
         assert shown.loops, f"no loop marked in the {kind} listing"
     assert "helpers" not in lk_inspect.show(_rows, "asm").title   # its own loop: itself only
+
+
+def test_a_workers_last_check_starts_no_spare_child(monkeypatch):
+    """A plain-Python check takes a child and starts the next one (the spare) meanwhile —
+    except when the caller says it is the worker's last check (LABKIT_CHECK_LAST=1)."""
+    from labkit.check import proxy
+    started = []
+
+    class _FakeChild:
+        def __init__(self):
+            started.append(self)
+
+    monkeypatch.setattr(proxy, "_Child", _FakeChild)
+    monkeypatch.setattr(proxy, "_SPARE", [])
+    monkeypatch.delenv("LABKIT_CHECK_LAST", raising=False)
+    first = proxy._take()
+    assert started == [first, proxy._SPARE[0]]                 # the spare is started now
+    monkeypatch.setenv("LABKIT_CHECK_LAST", "1")
+    second = proxy._take()
+    assert second is started[1] and proxy._SPARE == [] and len(started) == 2

@@ -202,10 +202,11 @@ def build_class(root: Path, demo: bool = False) -> dict:
     put("erin.ipynb", _set(erin, "ex-gf_double", _fn("double", "return x")))
     # infinite loop in the first exercise; the second is right
     put("frank.ipynb", _set(sol, "ex-gf_add_one", _fn("add_one", "while True:\n    pass")))
-    # a loop that ignores SIGINT: the worker is killed, not interrupted
+    # a loop that ignores SIGINT: the worker is killed, not interrupted (it sleeps: frank
+    # already spins a core for the whole timeout)
     put("gina.ipynb", _set(sol, "ex-gf_add_one", _fn(
-        "add_one", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                   "while True:\n    pass")))
+        "add_one", "import signal\nimport time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                   "while True:\n    time.sleep(0.5)")))
     # the worker dies in the first check
     put("hank.ipynb", _set(sol, "ex-gf_add_one", _fn("add_one", "import os\nos._exit(3)")))
     (subs / "ivan.ipynb").write_text('{"cells": [ {"source": "oops"', encoding="utf-8")

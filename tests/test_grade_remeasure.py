@@ -28,12 +28,21 @@ def course(tmp_path, monkeypatch):
     sys.modules.pop("gradefix_lab", None)
 
 
+class _Calls(list):
+    """The exercises run_exercise was called for, in order; ``lasts``: its ``last`` flags."""
+
+    def __init__(self):
+        super().__init__()
+        self.lasts = []
+
+
 def _scripted(monkeypatch, verdicts):
     """run_exercise answering from ``verdicts[exercise]``: verdicts in call order, the last repeated."""
-    calls = []
+    calls = _Calls()
 
-    def fake(ex, cell, timeout):
+    def fake(ex, cell, timeout, last=False):
         calls.append(ex.name)
+        calls.lasts.append(last)
         queue = verdicts.get(ex.name, ["passed"])
         v = queue.pop(0) if len(queue) > 1 else queue[0]
         return {"verdict": v, "passed": v == "passed", "points": ex.points if v == "passed" else 0.0,
@@ -63,6 +72,8 @@ def test_an_inconclusive_check_is_measured_again_alone(course, monkeypatch):
     assert "re-measured after the batch" in again["message"] and "was inconclusive" in again["message"]
     # 2 notebooks × 2 exercises, then the one undecided check once more (not its notebook)
     assert calls == ["gf_add_one", "gf_double"] * 2 + ["gf_double"]
+    # each worker's last check is told so (it starts no spare process for a next one)
+    assert calls.lasts == [False, True] * 2 + [True]
 
 
 def test_still_undecided_is_kept_and_not_cached(course, monkeypatch):
@@ -101,10 +112,10 @@ def test_a_check_that_never_ran_for_lack_of_time_runs_alone_after_the_batch(cour
     calls = _scripted(monkeypatch, {})
     fake = run.run_exercise
 
-    def slow_first(ex, cell, timeout):
+    def slow_first(ex, cell, timeout, last=False):
         if ex.name == "gf_add_one":
             now[0] += 100.0
-        return fake(ex, cell, timeout)
+        return fake(ex, cell, timeout, last)
 
     monkeypatch.setattr(run, "run_exercise", slow_first)
     rows = _rows(_grade(course, notebook_timeout=100.5))
@@ -136,7 +147,7 @@ def test_a_cell_that_did_not_load_in_time_runs_alone_after_the_batch(course, mon
     calls = []
     stuck = _why("gf_double", 2.0, "load-timeout", 30).to_dict()     # what the worker returns
 
-    def fake(ex, cell, timeout):
+    def fake(ex, cell, timeout, last=False):
         calls.append(ex.name)
         if ex.name == "gf_double" and calls.count(ex.name) <= 2:      # both students' first run
             return dict(stuck), 7

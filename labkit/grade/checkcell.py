@@ -60,10 +60,11 @@ def use_worker(worker):
 
 
 def run_exercise(ex: ExerciseSpec, cell: FoundCell, timeout: float,
-                 seed: int | None = None) -> tuple[dict, int]:
+                 seed: int | None = None, last: bool = False) -> tuple[dict, int]:
     """``(result dict, seed)`` of the check of ``ex`` on the student's cell, in the current
     worker (see :func:`use_worker`), with a fresh secret seed (or ``seed``: one derived from
-    the run's class seed, ``labkit grade --seed``)."""
+    the run's class seed, ``labkit grade --seed``). ``last``: the worker's last check (it
+    starts no spare process for a next one)."""
     from labkit import check
 
     seed = secrets.randbits(62) if seed is None else int(seed)
@@ -71,6 +72,8 @@ def run_exercise(ex: ExerciseSpec, cell: FoundCell, timeout: float,
     for k in saved:
         del os.environ[k]
     os.environ.update(LABKIT_GRADING="1", LABKIT_SEED=str(seed))
+    if last:
+        os.environ["LABKIT_CHECK_LAST"] = "1"
     try:
         fn = cell.function or (ex.fn_src if ex.fn_src.isidentifier() else None)
         res = check.run_source(ex.name, cell.source, cell.imports, function=fn,

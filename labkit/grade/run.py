@@ -172,6 +172,8 @@ def _run_checks(sub: Submission, canon: Canonical, settings: GradeSettings,
     notebook's time (an exercise left without time never ran), or why it has no cell."""
     rows = []
     deadline = time.monotonic() + settings.notebook_timeout
+    runs = [ex.name for ex in canon.exercises if ex.name not in missing
+            and not (settings.only and ex.name not in settings.only)]
     with use_worker(_worker(settings, seed_build)):
         for ex in canon.exercises:
             if settings.only and ex.name not in settings.only:
@@ -188,6 +190,7 @@ def _run_checks(sub: Submission, canon: Canonical, settings: GradeSettings,
             t = time.monotonic()
             derived = _check_seed(settings, sub, ex)
             r, seed = run_exercise(ex, found[ex.name], min(settings.cell_timeout, left),
+                                   last=ex.name == runs[-1],
                                    **({} if derived is None else {"seed": derived}))
             rows.append(_verdict_row(ex, r, seed, time.monotonic() - t))
     return rows
