@@ -16,9 +16,13 @@ The steps, one kernel each (``labkit.alignment.kernels``):
   register (``vpaddw``/``vpmaxsw``);
 * ``align_batched`` — batches of any size and any lengths (padding + reading each score at its
   own cell), four DP columns per sweep, threads over batches (``prange``);
-* ``align_shifted`` (``labkit.alignment.engine``) — what ``align`` runs: ``align_batched`` with
-  shifted scores (8 vector operations per cell instead of 10), 64-lane tiles without run-time
-  alias checks, compiled at the host's full vector width (``labkit.jit``).
+* ``align_shifted`` (``labkit.alignment.engine``) — ``align_batched`` with shifted scores (8
+  vector operations per cell instead of 10), 64-lane tiles without run-time alias checks,
+  compiled at the host's full vector width (``labkit.jit``);
+* ``align_int8`` (``engine``, cells in ``_int8``) — what ``align`` runs: the same tiles on int8
+  *differences* of the DP (Suzuki–Kasahara), which stay small whatever the lengths: 64 lanes per
+  512-bit vector, 11 operations per cell; exact within ``fits_int8`` (a bound on the scoring
+  only), else ``align`` keeps ``align_shifted``.
 
 ``align(seqs1, seqs2)`` is the friendly entry point: it validates, then the engine picks the kernel
 and guards against int16 overflow. The package follows the lab template (``labkit.registry``):
@@ -37,7 +41,8 @@ import numpy as np
 from labkit._common import positive_int
 
 from . import engine
-from .engine import TILE, align_shifted, align_shifted_serial, fits_shifted  # noqa: F401
+from .engine import (TILE, align_int8, align_int8_serial, align_shifted,  # noqa: F401
+                     align_shifted_serial, fits_int8, fits_shifted)
 from .inputs import SIZES, Inputs, _as_codes, make_inputs
 from .kernels import (_scalar_pair, align_batched,  # _scalar_pair: the notebook inspects it
                       align_batched_serial, align_scalar, align_transposed,
@@ -51,6 +56,7 @@ __all__ = [
     "align_scalar", "align_transposed_promoted", "align_transposed", "transpose_batch",
     "transpose_ragged",
     "align_batched", "align_batched_serial", "align_shifted", "align_shifted_serial", "fits_shifted",
+    "align_int8", "align_int8_serial", "fits_int8",
     "TARGETS", "run_benchmark", "cpu_compare", "throughput", "width_sweep", "thread_rounds",
 ]
 
@@ -66,8 +72,10 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
     code arrays (pairs = rows); lengths may differ. ``method``: "auto" (the batched int16 kernel;
     if the lengths/scores could overflow int16 it **widens automatically** to the int32 scalar
     kernel), "transposed" (the batched int16 kernel; raises ValueError if int16 could overflow),
-    or "scalar". The int16 kernel is ``align_shifted`` (tiles of 64 pairs) while its shifted
-    values fit (``fits_shifted``), else ``align_batched``. ``lanes``: pairs per batch of
+    or "scalar". The batched kernel is ``align_int8`` (tiles of 64 pairs on int8 differences)
+    where the scoring allows it (``fits_int8``) and the lengths ``fits_shifted``, else
+    ``align_shifted`` (int16) within ``fits_shifted``, else ``align_batched``; all give the
+    same scores. ``lanes``: pairs per batch of
     ``align_batched`` (the shifted kernel's tile is fixed); ``threads``: numba threads
     (default: all).
     """
@@ -97,7 +105,8 @@ def align(seqs1, seqs2, scoring=None, method: str = "auto", *, lanes: int = 64,
 _LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "cpu_compare": "bench",
          "throughput": "bench", "thread_rounds": "bench", "width_sweep": "bench", "_seed_args": "bench", "_parasail_fn": "bench",
          "opal_fn": "bench", "gcups": "bench", "OPAL_MISSING": "bench", "roof": "bench",
-         "int16_op_rate": "bench", "OPS_PER_CELL": "bench", "tuner_reading": "prose",
+         "int16_op_rate": "bench", "OPS_PER_CELL": "bench", "int8_op_rate": "bench",
+         "OPS_PER_CELL_INT8": "bench", "roof_int8": "bench", "tuner_reading": "prose",
          "batch_steps_reading": "prose", "column_kib": "prose"}
 
 

@@ -1,5 +1,5 @@
-"""The kernels ``align`` runs: the batched int16 kernel with shifted scores, fixed 64-lane tiles,
-compiled at the host's full vector width.
+"""The kernels ``align`` runs: the batched kernel with shifted int16 scores or int8 differences,
+fixed 64-lane tiles, compiled at the host's full vector width.
 
 Three changes to ``kernels.align_batched`` (same DP, same scores):
 
@@ -17,6 +17,12 @@ Three changes to ``kernels.align_batched`` (same DP, same scores):
 * **512-bit vectors** (``labkit.jit.njit``): 32 int16 lanes per instruction on AVX-512 hosts
   where LLVM would pick 256 bits; ``LABKIT_VECTOR_BITS=256`` turns it off.
 
+**8-bit lanes** (``align_int8``): the same tiles with the cells of ``_int8`` — int8
+*differences* between neighbouring cells, which stay within a few multiples of the scores at
+any length: 64 lanes per 512-bit vector at 11 operations per cell. ``align`` runs it where
+``fits_int8(scoring)`` holds (the default scores do) and the lengths ``fits_shifted``; elsewhere
+the int16 kernels, with the same scores.
+
 These are not the lessons' step kernels: the checks compare students against plain-``numba.njit``
 kernels (``kernels.py``) only.
 """
@@ -30,14 +36,15 @@ from labkit._common import use_threads
 from labkit.jit import njit
 
 from ._atomic import claim
+from ._int8 import _tile8, fits_int8
 from ._ragged import _align_ragged_parallel, _align_ragged_serial
 from ._tiles import TILE, _fill
 from .inputs import _letters
 from .kernels import _align_scalar_lens, _ends, align_batched, align_batched_serial
 from .scoring import _LOOKUP, fits_int16
 
-__all__ = ["TILE", "fits_shifted", "align_shifted", "align_shifted_serial", "align_direct",
-           "align_codes"]
+__all__ = ["TILE", "fits_shifted", "fits_int8", "align_shifted", "align_shifted_serial",
+           "align_int8", "align_int8_serial", "align_direct", "align_codes"]
 
 _I16_MIN, _I16_MAX = -32768, 32767
 
@@ -138,9 +145,10 @@ def _tile(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
 
 
 @njit(cache=True)
-def _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, start, stop, out):
-    """Pairs order[start:stop] → one tile each side → scores into out[order[...]]; True if a
-    symbol is bad (``_fill``; nothing written then)."""
+def _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, int8, start, stop, out):
+    """Pairs order[start:stop] → one tile each side → scores into out[order[...]] (with
+    ``int8`` the int8 difference kernel ``_int8._tile8``, else the shifted int16 ``_tile``);
+    True if a symbol is bad (``_fill``; nothing written then)."""
     L1 = 1
     L2 = 1
     for k in range(start, stop):
@@ -151,8 +159,12 @@ def _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, start, stop, out)
     if bad1 or bad2:
         return True
     res = np.empty(TILE, np.int32)
-    _tile(s1T, s2T, l1, l2, scoring.match, scoring.mismatch, scoring.gap_open,
-          scoring.gap_extend, res)
+    if int8:
+        _tile8(s1T, s2T, l1, l2, scoring.match, scoring.mismatch, scoring.gap_open,
+               scoring.gap_extend, res)
+    else:
+        _tile(s1T, s2T, l1, l2, scoring.match, scoring.mismatch, scoring.gap_open,
+              scoring.gap_extend, res)
     for k in range(start, stop):
         out[order[k]] = res[k - start]
     return False
@@ -170,7 +182,7 @@ def _code_spans(seqs, lens):
 
 
 @njit(cache=True, parallel=True)
-def _align_spans_parallel(raw1, sp1, raw2, sp2, order, letters, scoring, out):
+def _align_spans_parallel(raw1, sp1, raw2, sp2, order, letters, scoring, int8, out):
     """Tiles of ``TILE`` pairs (in ``order``) over threads; True if a symbol was bad.
 
     Threads claim tiles from a shared atomic counter, the next one as they finish one, the
@@ -189,54 +201,76 @@ def _align_spans_parallel(raw1, sp1, raw2, sp2, order, letters, scoring, out):
         c = claim(nxt)
         while c < nt:
             t = nt - 1 - c
-            bad[t] = _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, t * TILE,
+            bad[t] = _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, int8, t * TILE,
                                  min(t * TILE + TILE, order.size), out)
             c = claim(nxt)
     return bad.any()
 
 
 @njit(cache=True)
-def _align_spans_serial(raw1, sp1, raw2, sp2, order, letters, scoring, out):
+def _align_spans_serial(raw1, sp1, raw2, sp2, order, letters, scoring, int8, out):
     """``_align_spans_parallel`` on the calling thread only."""
     for t in range((order.size + TILE - 1) // TILE):
-        if _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, t * TILE,
+        if _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, int8, t * TILE,
                        min(t * TILE + TILE, order.size), out):
             return True
     return False
 
 
 @njit(cache=True)
-def _align_codes(seqs1, seqs2, scoring, parallel, out):
+def _align_codes(seqs1, seqs2, scoring, int8, parallel, out):
     """Code arrays of equal lengths (pairs × length uint8, C-contiguous, same pairs) → scores
-    into ``out``, over threads if ``parallel``; True if a code is above 4 (each tile checks its
-    own, on its thread: no pass over the input before the kernel)."""
+    into ``out`` (int8 differences if ``int8``, else shifted int16), over threads if
+    ``parallel``; True if a code is above 4 (each tile checks its own, on its thread: no pass
+    over the input before the kernel)."""
     n = seqs1.shape[0]
     raw1, sp1 = _code_spans(seqs1, np.full(n, seqs1.shape[1], np.int64))
     raw2, sp2 = _code_spans(seqs2, np.full(n, seqs2.shape[1], np.int64))
     if parallel:
-        return _align_spans_parallel(raw1, sp1, raw2, sp2, np.arange(n), False, scoring, out)
-    return _align_spans_serial(raw1, sp1, raw2, sp2, np.arange(n), False, scoring, out)
+        return _align_spans_parallel(raw1, sp1, raw2, sp2, np.arange(n), False, scoring, int8,
+                                     out)
+    return _align_spans_serial(raw1, sp1, raw2, sp2, np.arange(n), False, scoring, int8, out)
+
+
+@njit(cache=True)
+def _padded(seqs1, lens1, seqs2, lens2, scoring, int8, parallel):
+    """The tiles of padded codes (pairs × length uint8, lengths ≥ 1) → scores."""
+    raw1, sp1 = _code_spans(seqs1, lens1)
+    raw2, sp2 = _code_spans(seqs2, lens2)
+    out = np.empty(seqs1.shape[0], np.int32)
+    order = np.arange(seqs1.shape[0])
+    if parallel:
+        _align_spans_parallel(raw1, sp1, raw2, sp2, order, False, scoring, int8, out)
+    else:
+        _align_spans_serial(raw1, sp1, raw2, sp2, order, False, scoring, int8, out)
+    return out
 
 
 @njit(cache=True)
 def align_shifted_serial(seqs1, lens1, seqs2, lens2, scoring):
-    """The fast kernel on padded codes (pairs × length uint8, lengths ≥ 1), one thread: tiles of
-    ``TILE`` pairs. Assumes validated input within ``fits_shifted``."""
-    raw1, sp1 = _code_spans(seqs1, lens1)
-    raw2, sp2 = _code_spans(seqs2, lens2)
-    out = np.empty(seqs1.shape[0], np.int32)
-    _align_spans_serial(raw1, sp1, raw2, sp2, np.arange(seqs1.shape[0]), False, scoring, out)
-    return out
+    """The shifted int16 kernel on padded codes (pairs × length uint8, lengths ≥ 1), one
+    thread: tiles of ``TILE`` pairs. Assumes validated input within ``fits_shifted``."""
+    return _padded(seqs1, lens1, seqs2, lens2, scoring, False, False)
 
 
 @njit(cache=True)
 def align_shifted(seqs1, lens1, seqs2, lens2, scoring):
     """``align_shifted_serial`` with threads over tiles."""
-    raw1, sp1 = _code_spans(seqs1, lens1)
-    raw2, sp2 = _code_spans(seqs2, lens2)
-    out = np.empty(seqs1.shape[0], np.int32)
-    _align_spans_parallel(raw1, sp1, raw2, sp2, np.arange(seqs1.shape[0]), False, scoring, out)
-    return out
+    return _padded(seqs1, lens1, seqs2, lens2, scoring, False, True)
+
+
+@njit(cache=True)
+def align_int8_serial(seqs1, lens1, seqs2, lens2, scoring):
+    """The int8 difference kernel (``_int8``) on padded codes, one thread: tiles of ``TILE``
+    pairs, 64 lanes per 512-bit vector. Assumes validated input within ``fits_int8`` (any
+    lengths: the differences do not grow)."""
+    return _padded(seqs1, lens1, seqs2, lens2, scoring, True, False)
+
+
+@njit(cache=True)
+def align_int8(seqs1, lens1, seqs2, lens2, scoring):
+    """``align_int8_serial`` with threads over tiles."""
+    return _padded(seqs1, lens1, seqs2, lens2, scoring, True, True)
 
 
 # ---------------------------------------------------------------------------- what align runs
@@ -269,7 +303,8 @@ def _align_letters(seqs1, seqs2, sc, lanes, threads, method):
         many = numba.get_num_threads() > 1
         if fits_shifted(int(l1.max()), int(l2.max()), sc):
             kernel = _align_spans_parallel if many and n > TILE else _align_spans_serial
-            bad = -1 if not kernel(raw1, sp1, raw2, sp2, order, True, sc, out) else 0
+            bad = -1 if not kernel(raw1, sp1, raw2, sp2, order, True, sc, fits_int8(sc),
+                                   out) else 0
         else:
             kernel = _align_ragged_parallel if many and n > width else _align_ragged_serial
             bad = kernel(raw1, sp1, raw2, sp2, order, _LOOKUP, sc, width, out)
@@ -290,13 +325,14 @@ def _align_arrays(seqs1, seqs2, sc, threads):
     out = np.empty(n, np.int32)
     with use_threads(threads) as t:
         bad = _align_codes(np.ascontiguousarray(seqs1), np.ascontiguousarray(seqs2), sc,
-                           t > 1 and n > TILE, out)
+                           fits_int8(sc), t > 1 and n > TILE, out)
     return None if bad else out
 
 
 def align_codes(c1, l1, c2, l2, sc, method, lanes, threads):
     """Scores of validated padded codes (as many pairs each side) with the kernel that fits:
-    ``align_shifted`` within ``fits_shifted``, ``align_batched`` within ``fits_int16``, else the
+    within ``fits_shifted`` ``align_int8`` if ``fits_int8`` else ``align_shifted``,
+    ``align_batched`` within ``fits_int16``, else the
     int32 scalar kernel ("auto", "scalar") or ValueError ("transposed"). Ragged batches run
     sorted by length (similar lengths share a tile: less padding)."""
     n = c1.shape[0]
@@ -307,7 +343,10 @@ def align_codes(c1, l1, c2, l2, sc, method, lanes, threads):
             return _align_scalar_lens(c1, l1, c2, l2, sc)
         many = numba.get_num_threads() > 1
         if fits_shifted(int(l1.max()), int(l2.max()), sc):
-            kernel = align_shifted if many and n > TILE else align_shifted_serial
+            if fits_int8(sc):
+                kernel = align_int8 if many and n > TILE else align_int8_serial
+            else:
+                kernel = align_shifted if many and n > TILE else align_shifted_serial
             extra = ()
         elif fits_int16(int(l1.max()), int(l2.max()), sc):
             width = max(32, (lanes + 31) // 32 * 32)

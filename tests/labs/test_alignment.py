@@ -413,8 +413,9 @@ def test_code_arrays_checked_in_the_kernel_and_tiles_claimed_dynamically(threads
         bad = inp.seqs2.copy()
         bad[row, length - 1] = 7
         out = np.empty(200, np.int32)
-        assert engine._align_codes(inp.seqs1, bad, SC, threads > 1, out)
-        assert not engine._align_codes(inp.seqs1, inp.seqs2, SC, threads > 1, out)
+        for int8 in (True, False):                 # the int8 tiles and the int16 ones
+            assert engine._align_codes(inp.seqs1, bad, SC, int8, threads > 1, out)
+            assert not engine._align_codes(inp.seqs1, inp.seqs2, SC, int8, threads > 1, out)
         with pytest.raises(ValueError, match=rf"seqs2\[{row}, {length - 1}\] = 7 is not a code"):
             A.align(inp.seqs1, bad, threads=threads)
     inp = _inputs(300, 120, 90, vary=True, seed=24)
