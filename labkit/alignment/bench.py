@@ -18,13 +18,14 @@ from . import Inputs, align, make_inputs, reference, validate
 from ._peers import (OPAL_MISSING, OPAL_OVERFLOW, PARASAIL_NW, _parasail_fn,  # noqa: F401
                      _with_gcups, gcups, opal_best, opal_fn, parasail_best, parasail_label,
                      parasail_variants)
-from .engine import align_shifted_serial
+from .engine import align_int8_serial, align_shifted_serial
 from .kernels import (align_batched, align_batched_serial, align_scalar, align_transposed,
                       align_transposed_promoted, transpose_batch)
 
 __all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput", "width_sweep", "thread_rounds",
            "opal_fn", "gcups", "OPAL_MISSING", "PARASAIL_NW", "parasail_variants", "parasail_best",
-           "parasail_label", "OPAL_OVERFLOW", "opal_best", "OPS_PER_CELL", "int16_op_rate", "roof"]
+           "parasail_label", "OPAL_OVERFLOW", "opal_best", "OPS_PER_CELL", "int16_op_rate", "roof",
+           "OPS_PER_CELL_INT8", "int8_op_rate", "roof_int8"]
 
 
 def _seed_args(inputs: Inputs):
@@ -43,6 +44,11 @@ def _seed_args(inputs: Inputs):
 #: scores): the match compare and select, the diagonal add, two maxima for H, the gap opening,
 #: two maxima for the new gaps (the unshifted ``kernels._cell`` adds two extensions: 10).
 OPS_PER_CELL = 8
+
+#: Vector ALU operations per DP cell of the int8 kernel (``_int8._cell8``, int8 differences): the
+#: match compare and select, two maxima for z, the gap opening, two maxima for the gaps, four
+#: differences (each operation covers 64 lanes of a 512-bit vector, twice the int16 kernel's).
+OPS_PER_CELL_INT8 = 11
 
 
 def _int16_chains(y, x, reps):
@@ -72,33 +78,81 @@ def _int16_chains(y, x, reps):
             y[i] = t
 
 
+def _int8_chains(y, x, reps):
+    # _int16_chains on int8 lanes: 16 int8 add/max ops per load/store pair, 64 per zmm
+    c = np.int8(-7)
+    for _ in range(reps):
+        for i in range(y.size):
+            v = x[i]
+            t = y[i]
+            t = np.int8(t + v)
+            t = t if t > c else c
+            t = np.int8(t + v)
+            t = t if t > c else c
+            t = np.int8(t + v)
+            t = t if t > c else c
+            t = np.int8(t + v)
+            t = t if t > c else c
+            t = np.int8(t + v)
+            t = t if t > c else c
+            t = np.int8(t + v)
+            t = t if t > c else c
+            t = np.int8(t + v)
+            t = t if t > c else c
+            t = np.int8(t + v)
+            t = t if t > c else c
+            y[i] = t
+
+
+def _op_rate(chains, dtype, repeat: int) -> float:
+    """add/max operations per second of ``chains`` on two L1-resident arrays of 512 ``dtype``
+    elements, one core, CPU time, best of repeats."""
+    from labkit.jit import njit
+
+    kern = njit(cache=True)(chains)
+    y = np.zeros(512, dtype)
+    x = np.full(512, -1, dtype)
+    reps = 2000
+    res = bench.compare({"chains": (kern, (y, x, reps))}, clock="cpu", stat="best",
+                        repeat=repeat, min_time=0.05)
+    return 16 * y.size * reps / res.time("chains")
+
+
 def int16_op_rate(repeat: int = 5) -> float:
     """int16 add/max operations per second one core sustains (vectorised across elements, data
     in L1; CPU time, best of repeats), compiled like the fast kernels (``labkit.jit.njit``: the
-    host's full vector width) — the ALU roof of the int16 DP kernel ``align`` runs."""
-    from labkit.jit import njit
-
-    kern = njit(cache=True)(_int16_chains)
-    y = np.zeros(512, np.int16)                      # 1 KiB each: L1-resident
-    x = np.full(512, -1, np.int16)
-    reps = 2000
-    res = bench.compare({"int16 chains": (kern, (y, x, reps))}, clock="cpu", stat="best",
-                        repeat=repeat, min_time=0.05)
-    return 16 * y.size * reps / res.time("int16 chains")
+    host's full vector width) — the ALU roof of the int16 DP kernels."""
+    return _op_rate(_int16_chains, np.int16, repeat)
 
 
-def roof(kernel_res, name: str, cells_per_call: int, work: int, repeat: int = 5):
+def int8_op_rate(repeat: int = 5) -> float:
+    """``int16_op_rate`` on int8 lanes (twice the lanes per vector) — the ALU roof of the int8
+    kernel ``align_int8``."""
+    return _op_rate(_int8_chains, np.int8, repeat)
+
+
+def roof(kernel_res, name: str, cells_per_call: int, work: int, repeat: int = 5, *,
+         bits: int = 16):
     """BenchResult: the int16 ALU roof (measured op rate ÷ OPS_PER_CELL) beside ``name`` of
-    ``kernel_res``; the kernel's ratio is its fraction of the roof."""
-    rate = int16_op_rate(repeat) / OPS_PER_CELL                 # cells per second at the roof
+    ``kernel_res``; the kernel's ratio is its fraction of the roof. ``bits=8``: the int8 roof
+    (``int8_op_rate`` ÷ OPS_PER_CELL_INT8), for the int8 kernel."""
+    if bits not in (8, 16):
+        raise ValueError(f"bits must be 8 or 16 (the kernel's lanes), got {bits!r}")
+    ops = OPS_PER_CELL if bits == 16 else OPS_PER_CELL_INT8
+    rate = (int16_op_rate if bits == 16 else int8_op_rate)(repeat) / ops   # cells/s at the roof
     t_roof = cells_per_call / rate
     t = kernel_res.time(name)
-    rows = [{"name": "int16 ALU roof", "median_s": t_roof, "throughput": work / t_roof},
+    rows = [{"name": f"int{bits} ALU roof", "median_s": t_roof, "throughput": work / t_roof},
             {"name": name, "median_s": t, "throughput": work / t}]
     return bench.BenchResult(rows, unit=kernel_res.unit, clock="cpu", repeat=repeat, min_time=0.05, label=(
-        f"{name} at {t_roof / t:.0%} of the int16 ALU roof: {rate / 1e9:.1f} GCUPS = measured "
-        f"{rate * OPS_PER_CELL / 1e9:.0f} G int16 add/max per s (one core, vectorised) ÷ "
-        f"{OPS_PER_CELL} ops per cell"))
+        f"{name} at {t_roof / t:.0%} of the int{bits} ALU roof: {rate / 1e9:.1f} GCUPS = measured "
+        f"{rate * ops / 1e9:.0f} G int{bits} add/max per s (one core, vectorised) ÷ "
+        f"{ops} ops per cell"))
+
+
+def roof_int8(kernel_res, name: str, cells_per_call: int, work: int, repeat: int = 5):
+    """``roof(..., bits=8)``: the int8 kernel against the int8 ALU roof."""
+    return roof(kernel_res, name, cells_per_call, work, repeat, bits=8)
 
 
 def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float = 0.1,
@@ -109,6 +163,10 @@ def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float =
                          repeat=repeat, min_time=min_cpu, label=label, baseline=baseline)
 
 
+#: the kernels' rows in the "8-bit lanes" table
+INT16_ROW = "kernel align_shifted_serial (int16 lanes)"
+INT8_ROW = "kernel align_int8_serial (int8 lanes)"
+
 #: The lab's performance targets, checked by `labkit bench alignment`.
 TARGETS = [
     Target("align_transposed vs align_scalar, 16 × 200", 8, ratio_of("steps", "transposed", "scalar")),
@@ -116,7 +174,9 @@ TARGETS = [
            "transposition included", 5, ratio_of("vs parasail", "labkit align (1 thread)", "parasail")),
     Target("2 threads vs 1, 4096 × 200", 1.8, ratio_of("threads", "2 threads", "1 thread")),
     Target("align(list of str) vs its kernel (uint8, padded), 4096 × 200, 1 thread, CPU time", 0.8,
-           ratio_of("entry point", "align(list of str)", "kernel align_shifted_serial")),
+           ratio_of("entry point", "align(list of str)", "kernel align_int8_serial")),
+    Target("align_int8_serial vs align_shifted_serial (8-bit vs 16-bit lanes), 4096 × 200, "
+           "1 thread, CPU time", 1.5, ratio_of("8-bit lanes", INT8_ROW, INT16_ROW)),
     Target("align(list of str) vs parasail's fastest NW function, 4096 × 200, 1 thread, CPU time",
            7, ratio_of("vs parasail, CPU time", "labkit align(list of str)", "parasail")),
     Target("align(list of str) vs Opal, 1 query × 4000 targets of 200, 1 thread, CPU time", 3,
@@ -152,22 +212,29 @@ def _steps(size, repeat: int):
 
 
 def _entry_point(big, repeat: int) -> dict:
-    """``align`` on str lists and on code arrays beside the kernel it runs (CPU time), and that
-    kernel against the int16 roof."""
+    """The int8 kernel beside the int16 one and each against its ALU roof; ``align`` on str
+    lists and on code arrays beside the kernel it runs (CPU time)."""
     out = {}
     s1, s2 = big.seqs1, big.seqs2
     t1, t2 = big.strings()
     cells = int((big.lens1 * big.lens2).sum())
+    args = (s1, big.lens1, s2, big.lens2, big.scoring)
+    validate(align_int8_serial(*args), align_shifted_serial(*args))
+    out["8-bit lanes"] = _with_gcups(cpu_compare(
+        {INT16_ROW: lambda: align_shifted_serial(*args),
+         INT8_ROW: lambda: align_int8_serial(*args)},
+        work=big.pairs, repeat=repeat, baseline=INT16_ROW,
+        label=f"8-bit lanes: the int8 difference kernel beside the shifted int16 one, "
+              f"{big.pairs} pairs × {s1.shape[1]}, 1 thread, CPU time"), cells)
+    out["roof"] = roof(out["8-bit lanes"], INT16_ROW, cells, big.pairs, repeat)
+    out["roof, int8"] = roof_int8(out["8-bit lanes"], INT8_ROW, cells, big.pairs, repeat)
     out["entry point"] = _with_gcups(cpu_compare(
-        {"kernel align_shifted_serial (uint8, padded)":
-            lambda: align_shifted_serial(s1, big.lens1, s2, big.lens2, big.scoring),
+        {"kernel align_int8_serial (uint8, padded)": lambda: align_int8_serial(*args),
          "align(list of str)": lambda: align(t1, t2, big.scoring, threads=1),
          "align(uint8 arrays)": lambda: align(s1, s2, big.scoring, threads=1)},
         work=big.pairs, repeat=repeat,
         label=f"entry point beside its kernel, {big.pairs} pairs × {s1.shape[1]}, 1 thread, "
               f"CPU time"), cells)
-    out["roof"] = roof(out["entry point"], "kernel align_shifted_serial (uint8, padded)", cells,
-                       big.pairs, repeat)
     return out
 
 
