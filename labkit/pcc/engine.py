@@ -21,6 +21,7 @@ turns that off). Three things make it fast, measured in docs/pcc.md:
 """
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numba
@@ -41,7 +42,7 @@ __all__ = ["MR", "NR", "KB", "LANE", "BLOCK_SOURCE", "engine_rows", "aligned_emp
            "as_engine_rows",
            "standardize_into", "block_tile", "pcc_tiles_static", "pcc_tiles_cyclic",
            "pcc_tiles_dynamic", "pcc_tiles_rows", "tiles_to_buffer", "extract_pairs", "engine_input",
-           "kb_for", "allpairs", "all_tiles", "pairs"]
+           "kb_for", "allpairs", "all_tiles", "pairs", "release_spare", "SPARE_MAX_BYTES"]
 
 #: samples per k-block (a multiple of LANE, so every k-slice of an aligned row is aligned)
 KB = 512
@@ -254,11 +255,49 @@ def extract_pairs(buf, n, tile, J0, threshold):
 
 # ---------------------------------------------------------------- what the entry points run
 def allpairs(X, tile, schedule, P):
-    """``pearson_allpairs`` on validated X: standardised rows, every tile, constant rows NaN."""
-    Z, const = _standardized_rows(X, P, tile)
-    R, _ = _run_tiles(Z, tile, schedule, P, kb_for(Z))
+    """``pearson_allpairs`` on validated X: standardised rows (into the spare buffer of the last
+    call if it has this shape), every tile, constant rows NaN."""
+    Z, const = _standardized_rows(X, P, tile, spare=True)
+    try:
+        R, _ = _run_tiles(Z, tile, schedule, P, kb_for(Z))
+    finally:
+        _keep_spare(Z[0] if isinstance(Z, tuple) else Z)
     _nan_const(R, const, "X", stacklevel=4)
     return R
+
+
+# ---------------------------------------------------------------- the entry point's spare buffer
+#: ``pearson_allpairs`` keeps the buffer it standardised X into (n × l doubles, the size of X)
+#: for its next call of the same shape, as BLAS libraries keep their packing buffers, if it is at
+#: most SPARE_MAX_BYTES; ``release_spare()`` frees it. A fresh 64 MB buffer per call cost
+#: 0.10–0.15 s of system time on the 2-core Zen 4 VM (its freed 2 MB blocks go back to the host,
+#: so first touches fault there again), 20 % of the call: docs/pcc.md, 'The entry point against
+#: its kernel'. Every call overwrites all of it (padding included) before reading it.
+SPARE_MAX_BYTES = 256 << 20
+_spare: list = []
+_spare_lock = threading.Lock()
+
+
+def _take_spare(shape, make):
+    """The kept buffer if it has this shape (it is then no longer kept: a concurrent call makes
+    its own), else ``make()``."""
+    with _spare_lock:
+        if _spare and _spare[0].shape == shape:
+            return _spare.pop()
+    return make()
+
+
+def _keep_spare(buf):
+    """Keep ``buf`` (replacing any other) for the next call, if it is small enough."""
+    if buf.nbytes <= SPARE_MAX_BYTES:
+        with _spare_lock:
+            _spare[:] = [buf]
+
+
+def release_spare():
+    """Free the buffer ``pearson_allpairs`` keeps between calls (it is made again when needed)."""
+    with _spare_lock:
+        _spare.clear()
 
 
 def all_tiles(Z, tile, schedule, P, kb=None):
@@ -285,21 +324,23 @@ def pairs(X, threshold, tile, P, tiles_per_pass, max_pairs):
     return I[order], Jx[order], V[order]
 
 
-def _standardized_rows(X, P, tile=DEFAULT_TILE):
+def _standardized_rows(X, P, tile=DEFAULT_TILE, spare=False):
     """(Z, const): X's rows standardised straight into what the engine runs on for this tile —
     packed panels ``(Zp, n)`` where ``panels.applies(tile)`` (AVX-512 hosts, tile a multiple
     of 8), else engine rows (aligned, zero-padded). The same bits of Z either way. A row with a
     NaN or inf (or too large to standardise) has a non-finite mean or norm, so its first sample
-    in Z is NaN: that raises the ValueError naming the first bad cell."""
+    in Z is NaN: that raises the ValueError naming the first bad cell. ``spare``: into the
+    entry point's kept buffer when it has the shape (``_take_spare``)."""
     n, l = X.shape
     const = np.empty(n, dtype=np.bool_)
+    use = _take_spare if spare else (lambda shape, make: make())
     with use_threads(P):
         if panels.applies(tile):
-            Zp = panels.panel_rows(n, l)
+            Zp = use((-(-n // LANE), l, LANE), lambda: panels.panel_rows(n, l))
             panels.standardize_panels(X, Zp, const)
             Z, first = (Zp, n), Zp[:, 0, :].ravel()[:n]
         else:
-            Z = engine_rows(n, l)
+            Z = use((n, -(-l // LANE) * LANE), lambda: engine_rows(n, l))
             standardize_into(X, Z, const)
             first = Z[:, 0]
     if not np.isfinite(first).all():

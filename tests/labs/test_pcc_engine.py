@@ -167,3 +167,37 @@ def test_panel_micro_kernel_registers():
     # aligned (plain stores otherwise), no scalar stores of single cells
     assert len(re.findall(r"vmovntpd\s+%zmm", asm)) >= 2 * 8 * panels.NV
     assert not re.search(r"vmovsd\s+%xmm\d+, ", asm)
+
+
+@pytest.mark.parametrize("n", [40, 37])
+def test_spare_buffer_reused_and_overwritten(n, path):
+    """pearson_allpairs standardises into the buffer its last call kept when the shape matches:
+    a second X of that shape (a constant row where the first had none, so the padding and the
+    zeros are rewritten) gives its own corrcoef; another shape makes a new buffer; released →
+    none kept. Results never alias the buffer."""
+    engine.release_spare()
+    g = np.random.default_rng(5)
+    X1, X2 = g.random((n, 61)), g.normal(size=(n, 61)) * 1e3
+    X2[3] = 2.5
+    R1 = pcc.pearson_allpairs(X1, tile=16)
+    (kept,) = engine._spare
+    R1c = R1.copy()
+    with pytest.warns(RuntimeWarning, match="constant row"):
+        R2 = pcc.pearson_allpairs(X2, tile=16)
+    assert engine._spare[0] is kept                        # the same buffer, taken and kept again
+    expected = _corrcoef(X2)
+    pcc.validate(R2, expected)
+    assert np.array_equal(R1, R1c)                         # the first result untouched
+    pcc.validate(pcc.pearson_allpairs(X1, tile=16), _corrcoef(X1))
+    pcc.pearson_allpairs(X1[:, :40], tile=16)              # another shape: a new buffer
+    assert engine._spare[0] is not kept and engine._spare[0].shape != kept.shape
+    assert not any(np.shares_memory(R2, b) for b in engine._spare)
+    engine.release_spare()
+    assert engine._spare == []
+    big = engine.SPARE_MAX_BYTES
+    try:
+        engine.SPARE_MAX_BYTES = 0                         # too big to keep: nothing kept
+        pcc.pearson_allpairs(X1, tile=16)
+        assert engine._spare == []
+    finally:
+        engine.SPARE_MAX_BYTES = big
