@@ -11,6 +11,7 @@ import numpy as np
 from labkit import bench
 from labkit.bench import Target, ratio_of
 
+from ._roofs import precision_roofs
 from ._workloads import (Workload, _EntryWorkload, _ScipyWorkload,  # noqa: F401 - re-exported
                          ndbspline_of, ndbspline_vgh)
 from .inputs import BsplineInputs, make_inputs
@@ -159,18 +160,27 @@ def _cache_layouts(sz: dict, kw: dict):
 
 def _seed_grid(sz: dict, kw: dict) -> dict:
     """2. The seed's grid (coefficients far beyond the last-level cache): the layouts beside
-    scipy, the entry point beside its kernel, the memory roof, float32 beside float64."""
+    scipy, the entry point beside its kernel, the memory roof, float32 beside float64, and both
+    precisions against the read-bandwidth and FMA roofs (``_roofs.py``)."""
     x = make_inputs(sz["seed"])
-    c32 = aligned_empty(x.coefs.shape, np.float32)
-    c32[...] = x.coefs
-    x32 = BsplineInputs(coefs=c32, positions=x.positions, lengths=x.lengths)
+    x32 = _as_float32(x)
     B = sz["seed_batch"]
     out = {"layouts, seed grid": _seed_layouts(x, x32, sz, kw)}
     out["entry point, seed grid"] = _seed_entry(x, B, kw)
     out["memory roof, seed grid"] = _roof_table(out["entry point, seed grid"],
                                                 "soa blocked kernel", 64 * 8 + 10 * 8, x.n * B)
     out["precision, seed grid"] = _seed_precision(x, x32, B, kw)
+    xc = make_inputs(sz["cache"])
+    out["roofs by precision, seed grid"] = precision_roofs(
+        {"x": x, "x32": x32}, {"x": xc, "x32": _as_float32(xc), "batch": len(xc.positions)}, B, kw)
     return out
+
+
+def _as_float32(x):
+    """The inputs with float32 coefficients (rounded from x's), 64-byte aligned."""
+    c32 = aligned_empty(x.coefs.shape, np.float32)
+    c32[...] = x.coefs
+    return BsplineInputs(coefs=c32, positions=x.positions, lengths=x.lengths)
 
 
 def _seed_layouts(x, x32, sz: dict, kw: dict):

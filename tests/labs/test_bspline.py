@@ -364,6 +364,12 @@ def test_run_benchmark_small():
     res = bs.run_benchmark("small", repeat=1, min_time=0.0)
     assert "layouts, cache-resident grid" in res and "nested threading, one walker" in res
     assert res["layouts, seed grid"].ratio("soa", "aos") > 0
+    roofs = res["roofs by precision, seed grid"].names      # both precisions, side by side
+    for p in ("float64", "float32"):
+        assert sum(n.startswith(f"read-bandwidth roof {p}") or n.startswith(f"FMA roof {p}")
+                   for n in roofs) == 2
+        assert f"soa blocked kernel {p}" in roofs and f"its coefficient loads alone {p}" in roofs
+    assert "296 B per VGH" in " ".join(roofs) and "592 B per VGH" in " ".join(roofs)
     with pytest.raises(ValueError, match="size"):
         bs.run_benchmark("enormous")
 
@@ -546,3 +552,21 @@ def test_benchmark_has_entry_point_and_roof_rows():
     names = [t.claim for t in bs.TARGETS]
     assert any(n.startswith("evaluate_vgh(coefs, positions)") for n in names)
     assert any("bandwidth" in n for n in names)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_coefficient_loads_alone_read_the_kernels_rows(dtype):
+    """_roofs.read_rows (the roof table's 'coefficient loads alone') sums exactly the 64 rows
+    of each position that the VGH kernel reads: against numpy's sum of those rows."""
+    from labkit.bspline import _roofs
+    from labkit.bspline.kernels import prefactors
+    x = bs.make_inputs({"grid": (6, 7, 5), "n": 24, "positions": 11})
+    c = x.coefs.astype(dtype)
+    idx, _ = prefactors(x.positions, x.grid, x.lengths, dtype=dtype)
+    sink = np.zeros(8)
+    _roofs.read_rows(c.reshape((1,) + c.shape), idx, sink)
+    expected = np.zeros(8)
+    for p in range(len(idx)):
+        rows = c[np.ix_(idx[p, 0], idx[p, 1], idx[p, 2])]     # (4, 4, 4, N)
+        expected[p % 8] += rows.astype(np.float64).sum()
+    np.testing.assert_allclose(sink, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
