@@ -29,7 +29,9 @@ CI set that, since shared machines are noisy — there the speed is reported, no
 ``LABKIT_GRADING`` always judges it. ``LABKIT_CHECK_STRICT=1`` makes every check raise on
 failure (the test suite sets it while nbval runs the solutions); so does nbgrader's
 ``NBGRADER_EXECUTION``. Checks write nothing to stderr. ``LABKIT_CHECK_INPROCESS=1`` runs
-checks in this process (debugging only: nothing is protected then).
+checks in this process (debugging only: nothing is protected then). ``LABKIT_CHECK_LAST=1``
+(the grader sets it for a notebook's last exercise) tells the worker that no check follows:
+a plain-Python check then starts no spare process for the next one.
 """
 from __future__ import annotations
 
