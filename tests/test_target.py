@@ -160,8 +160,10 @@ def test_lab_kernels_compile_for_each_matrix_target(cpu):
     """Codegen only, for every target of the host matrix (tools/hosts/matrix.py runs it alone for
     a target this host cannot execute): lesson 00's loop is vectorised no wider than the target's
     registers, and at their full width when the kernel asks for it as labkit.jit does; lab 04's
-    popcount uses vpopcntq exactly when the target has VPOPCNTDQ."""
+    popcount uses vpopcntq exactly when the target has VPOPCNTDQ; lab 01's int8 sweep (what
+    ``align`` runs) takes its maxima on int8 vectors of at least 256 bits (vpmaxsb)."""
     from labkit import inspect as lk
+    from labkit.alignment import _int8
     from labkit.epistasis import kernels as ek
     from labkit.lesson00 import kernels as l0
 
@@ -178,3 +180,8 @@ def test_lab_kernels_compile_for_each_matrix_target(cpu):
     ek.popcount_hw(w)
     asm = lk.compile_for(ek.popcount_hw, cpu)
     assert ("vpopcntq" in asm) == ("avx512_vpopcntdq" in feats)
+    rows, lanes = np.zeros((40, 64), np.uint8), np.zeros(64, np.uint8)
+    diffs, cols = np.zeros((41, 64), np.int8), np.zeros(64, np.int8)
+    example = (rows, *[lanes] * 4, diffs, diffs, *[cols] * 8, *[np.int8(1)] * 3)
+    asm = lk.compile_for(_int8._sweep4, cpu, signature=example)
+    assert "vpmaxsb" in asm and ("ymm" in asm or "zmm" in asm), f"{cpu}: int8 sweep not vectorised"
