@@ -1,10 +1,13 @@
 """Lab 04's fused order-3 block: one intrinsic counts the 4 prefix rows of both classes against
 16 candidate SNPs in 32-bit lanes (``<16 x i32>`` ctpop: the same vpopcnt work per individual
 as 8 × 64-bit lanes), derives the other 5 rows from the pair tables, stores the 36 count
-vectors and returns the lanes whose χ² bound reaches a limit, all in float32 × 16 — the counts
-never go through memory between the integer phase and the first bound, and the bound's
-reciprocals (vrcp14ps, 3 µops each like vrcp14pd's 8 lanes) cover 16 candidates
-(``_stages._last_stage16``).
+vectors and returns the lanes whose Taylor bound on 2·N·MI reaches a limit, all in float32 × 16
+— the counts never go through memory between the integer phase and the bound, and the bound's
+reciprocals (vrcp14ps) cover 16 candidates (``_stages._last_stage16``). The Taylor bound here,
+not χ²'s: with χ² first (N·MI ≤ χ², a factor 2 loose) 6.8 % of the lanes passed and a third
+of the 8-lane halves then took the float64 Taylor bound (``_mi_rows._taylor_rows``) — more
+time than this bound on every lane (400 SNPs × 2000, order 3: 1.12–1.22× the search's
+triples per CPU second, 3 interleaved rounds); 0.05 % of the lanes pass it.
 
 Generic LLVM IR apart from vrcp14ps (only where numba compiles for AVX-512, a division
 elsewhere); imports only llvmlite, numba, labkit.jit and ``_intrinsics``.
@@ -49,6 +52,63 @@ def _recip16(builder, x):
     return builder.fdiv(ir.Constant(_VF16, [1.0] * 16), x)
 
 
+def _pc(builder, P, r, cl):
+    """The prefix row r's count of class cl (``pc[r, cl]``, int64)."""
+    return builder.load(builder.gep(P.data, [ir.Constant(_I64, 2 * r + cl)]))
+
+
+def _taylor_limit(builder, P, lim):
+    """(limit, π, v/2) as float32 × 16 splats for ``_taylor16``: π = N1/N and v = π(1 − π) from
+    the prefix rows' counts (they partition the individuals), the limit ``lim`` on 2·N·MI less
+    the float32 sum's error: relative 2**-10 (one vrcp14ps, 2**-14, and roundings of 2**-24)
+    and N·2**-20/v absolute (π rounded to float32 in d = a − n·π: |δd| ≤ n·2**-24, so
+    |δ(d²/w)| ≤ n·2**-22/v per cell, and Σ n = N)."""
+    n1 = n0 = ir.Constant(_I64, 0)
+    for r in range(9):
+        n1 = builder.add(n1, _pc(builder, P, r, 1))
+        n0 = builder.add(n0, _pc(builder, P, r, 0))
+    f1, f0 = builder.sitofp(n1, _F64), builder.sitofp(n0, _F64)
+    fn = builder.fadd(f1, f0)
+    pi = builder.fdiv(f1, fn)
+    v = builder.fdiv(builder.fmul(f1, f0), builder.fmul(fn, fn))
+    slack = builder.fdiv(builder.fmul(fn, ir.Constant(_F64, 2.0 ** -20)), v)
+    limd = builder.fsub(builder.fmul(lim, ir.Constant(_F64, 1.0 - 2.0 ** -10)), slack)
+    f32 = lambda x: _splat16(builder, builder.fptrunc(x, _F32), _VF16)  # noqa: E731
+    return f32(limd), f32(pi), f32(builder.fmul(v, ir.Constant(_F64, 0.5)))
+
+
+def _taylor16(builder, n, P, piv, hv):
+    """Σ over the 27 cells of (a − n·π)² / clamp(a·b/n, n·v/2, n·v) ≥ 2·N·MI for 16 candidates
+    (``_mi_rows._taylor_term``'s bound, float32: counts are exact integers below 2**24), one
+    reciprocal per cell as (a − n·π)²·n / clamp(a·b, n²·v/2, n²·v); ``n``:
+    the count vectors n[c, q, g] of ``_fused3_v16`` (rows q of the split layout, genotype 2 of
+    the candidate from the row counts)."""
+    one = ir.Constant(_VF16, [1.0] * 16)
+    fma = _declare(builder, "llvm.fma.v16f32", _VF16, [_VF16, _VF16, _VF16])
+    npi = builder.fsub(ir.Constant(_VF16, None), piv)
+    sums = [ir.Constant(_VF16, None)] * 3
+    for r in range(9):
+        z = {}
+        for cl in (1, 0):
+            t = _splat16(builder, builder.sitofp(_pc(builder, P, r, cl), _F32), _VF16)
+            z[cl] = builder.fsub(builder.fsub(t, n[cl, r, 0]), n[cl, r, 1])
+        cells = ((n[1, r, 0], n[0, r, 0]), (n[1, r, 1], n[0, r, 1]), (z[1], z[0]))
+        new = []
+        for s, (a, b) in zip(sums, cells):
+            nn = builder.fadd(a, b)
+            n1 = builder.select(builder.fcmp_ordered("<", nn, one), one, nn)
+            lo = builder.fmul(builder.fmul(n1, n1), hv)      # n·w = clamp(a·b, n²·v/2, n²·v)
+            hi = builder.fadd(lo, lo)
+            w = builder.fmul(a, b)
+            w = builder.select(builder.fcmp_ordered("<", w, lo), lo, w)
+            w = builder.select(builder.fcmp_ordered(">", w, hi), hi, w)
+            d = builder.call(fma, [nn, npi, a])
+            dd = builder.fmul(builder.fmul(d, d), n1)
+            new.append(builder.call(fma, [dd, _recip16(builder, w), s]))
+        sums = new
+    return builder.fadd(builder.fadd(sums[0], sums[1]), sums[2])
+
+
 @intrinsic
 def _fused3_v16(typingctx, tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, par, blk, pc, lim,
                 counts, coff, cs, pf):
@@ -62,8 +122,9 @@ def _fused3_v16(typingctx, tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, pa
     (offsets and word counts in 32-bit words; ``lanes`` blocked by 16 SNPs, ``_plan._lanes16``),
     the pair tables float32 in blocks of 16 (``_stages._pair_counts(..., b16=True)``: 12 vectors of 16 per block,
     ``blk`` the block's first element), ``counts`` float32: row q of class c, genotype g at
-    counts[((c·9 + q)·2 + g)·cs + coff]; the χ² sum S in float32 (rounding < 2**-19 beside
-    vrcp14ps' 2**-14); returns the 16-bit mask of the lanes with S ≥ lim (lim rounded down)."""
+    counts[((c·9 + q)·2 + g)·cs + coff]; returns the 16-bit mask of the lanes whose Taylor
+    sum (``_taylor16``, ≥ 2·N·MI) reaches ``lim`` less its float32 error (``_taylor_limit``): a
+    lane left out cannot have 2·N·MI ≥ lim."""
     arrs = (tab, lanes, pj, par, pc, counts)
     if not (all(isinstance(a, types.Array) for a in arrs)
             and _int_args_ok(t1, t0, W, s1, s0, gstr, nw1, nw0, blk, coff, cs, pf)
@@ -125,26 +186,8 @@ def _fused3_v16(typingctx, tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, pa
         for (cl, q, g), v in n.items():
             builder.store(v, vptr(pcb, builder.mul(k_((cl * 9 + q) * 2 + g), cs_), _VF16),
                           align=4)
-        one = ir.Constant(_VF16, [1.0] * 16)
-        sums = [ir.Constant(_VF16, None)] * 3
-        for r in range(9):
-            z = {}
-            for cl in (1, 0):
-                t = builder.sitofp(builder.load(builder.gep(P.data, [k_(2 * r + cl)])), _F32)
-                z[cl] = builder.fsub(builder.fsub(_splat16(builder, t, _VF16), n[cl, r, 0]),
-                                     n[cl, r, 1])
-            cells = ((n[1, r, 0], n[0, r, 0]), (n[1, r, 1], n[0, r, 1]), (z[1], z[0]))
-            new = []
-            for s, (ca, cb) in zip(sums, cells):
-                nn = builder.fadd(ca, cb)
-                nn = builder.select(builder.fcmp_ordered("<", nn, one), one, nn)
-                new.append(builder.fadd(s, builder.fmul(builder.fmul(ca, ca),
-                                                        _recip16(builder, nn))))
-            sums = new
-        tot = builder.fadd(builder.fadd(sums[0], sums[1]), sums[2])
-        limd = context.cast(builder, args[14], sg.args[14], types.float64)
-        limd = builder.fmul(limd, ir.Constant(_F64, 1.0 - 2.0 ** -20))
-        limv = _splat16(builder, builder.fptrunc(limd, _F32), _VF16)
-        ge = builder.fcmp_ordered(">=", tot, limv)
+        limv, piv, hv = _taylor_limit(builder, P,
+                                      context.cast(builder, args[14], sg.args[14], types.float64))
+        ge = builder.fcmp_ordered(">=", _taylor16(builder, n, P, piv, hv), limv)
         return builder.zext(builder.bitcast(ge, ir.IntType(16)), _I64)
     return sig, codegen

@@ -217,20 +217,17 @@ def _mi_one(counts, b1, b0, cstride, oj, pc, R, nlogn):
 def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, countsf, nlogn,
                   inv_n, hy, tq, tm, ti, state, acc, phases, par16, pj16):
     """``_last_stage`` at order 3 with pair tables and one segment per class (the usual case),
-    16 candidates per call in 32-bit lanes: ``_fused3_v16`` counts, derives and bounds them (χ²
-    in float32 × 16) and stores their 36 float32 count vectors in ``countsf`` (row q of class c,
-    genotype g at ((c·9 + q)·2 + g)·16); the Taylor bound, the exact MI and the top list then
-    take each half of 8 as ``_last_stage`` does. ``tab32``, ``lanes16``: uint32 views
+    16 candidates per call in 32-bit lanes: ``_fused3_v16`` counts, derives and bounds them (the
+    Taylor bound on 2·N·MI in float32 × 16) and stores their 36 float32 count vectors in
+    ``countsf`` (row q of class c, genotype g at ((c·9 + q)·2 + g)·16); once the top list is
+    full only the lanes whose bound reaches it get their exact MI (about 1 in 2000 at 400 SNPs ×
+    2000), before that every lane, 8 at a time. ``tab32``, ``lanes16``: uint32 views
     (``_lanes16``), ``par16``, ``pj16``: float32 pair-table rows (``_pair_counts``' b16 layout)."""
     n1 = pc[0, 1] + pc[1, 1] + pc[2, 1] + pc[3, 1] + pc[4, 1] + pc[5, 1] + pc[6, 1] + pc[7, 1] \
         + pc[8, 1]
     n0 = pc[0, 0] + pc[1, 0] + pc[2, 0] + pc[3, 0] + pc[4, 0] + pc[5, 0] + pc[6, 0] + pc[7, 0] \
         + pc[8, 0]
     fN = float(n1 + n0)
-    fN1 = float(n1)
-    s_scale = fN1 * float(n0) / fN / (1.0 + 2.0 ** -12)       # see _last_stage
-    s_base = fN1 * fN1 / fN / (1.0 + 2.0 ** -12)
-    pi = fN1 / fN
     s1 = 0 if segs[0, 2] == 1 else 1
     lo1 = 2 * segs[s1, 0]
     nw1 = 2 * segs[s1, 1] - lo1
@@ -242,7 +239,10 @@ def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, cou
         kblk = kb // 16
         w = state[0]
         full = tq[w] >= 0
-        lim = ((tq[w] - 1) * 1e-11 - 1e-12) * s_scale + s_base
+        # a candidate can enter only if its MI ≥ (tq[w] − 0.5)·1e−11 (less 1e-12 for rounding):
+        # the limit on 2·N·MI the Taylor bound of the 16 lanes must reach (its own float32
+        # slack is _fused3_v16's)
+        lim = 2.0 * fN * ((tq[w] - 1) * 1e-11 - 1e-12)
         m = _fused3_v16(tab32, 2 * toff + lo1, 2 * toff + lo0, W2, lanes16,
                         (kblk * 2 * W2 + lo1) * 16, (kblk * 2 * W2 + lo0) * 16, W2 * 16, nw1,
                         nw0, pj16, par16, kblk * 192, pc, lim, countsf, 0, 16, 2 * W2 * 16)
@@ -251,27 +251,30 @@ def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, cou
         jlo = max(k_lo - kb, 0)
         jhi = min(k_hi - kb, 16)
         m &= (1 << jhi) - (1 << jlo)
+        if full:             # the exact MI of the few lanes whose bound reaches the list
+            while m != 0:
+                j = _lowest_bit(m)
+                m &= m - 1
+                mi = hy + _mi_one(countsf, b1, 0, 16, j, pc, 9, nlogn) * inv_n
+                _offer(mi, kb + j, idx, order, tq, tm, ti, state)
+            continue
         for h in range(2):
             lo = max(jlo - 8 * h, 0)
             hi = min(jhi - 8 * h, 8)
             if hi <= 0 or lo >= 8:        # no candidate here (pair rows below k_lo unset)
                 continue
-            o = 8 * h
-            if full:
-                mh = (m >> o) & 0xFF
-                if mh == 0:
-                    continue
-                w = state[0]
-                lim2 = (2.0 * fN * ((tq[w] - 1) * 1e-11 - 1e-12)) * (1.0 - 2.0 ** -10) - 1e-6
-                mh &= _taylor_rows(countsf, b1, 0, 16, o, pc, 9, lim2, pi, acc)
-                for j in range(lo, hi):
-                    if (mh >> j) & 1:
-                        mi = hy + _mi_one(countsf, b1, 0, 16, o + j, pc, 9, nlogn) * inv_n
-                        _offer(mi, kb + o + j, idx, order, tq, tm, ti, state)
-                continue
-            _nlogn_rows(countsf, b1, 0, 16, o, pc, 9, nlogn, 0.0, acc)
+            _nlogn_rows(countsf, b1, 0, 16, 8 * h, pc, 9, nlogn, 0.0, acc)
             for j in range(lo, hi):
-                _offer(hy + acc[j] * inv_n, kb + o + j, idx, order, tq, tm, ti, state)
+                _offer(hy + acc[j] * inv_n, kb + 8 * h + j, idx, order, tq, tm, ti, state)
+
+
+@njit(cache=True, inline="always")
+def _lowest_bit(m):
+    """Index of the lowest set bit of m > 0."""
+    j = 0
+    while (m >> j) & 1 == 0:
+        j += 1
+    return j
 
 
 @njit(cache=True, inline="always")

@@ -183,6 +183,25 @@ def test_search_order3_pair_tables_and_mi_bound(pairs, n_ind, top, monkeypatch):
         ep.validate(got, ref, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_cases,n_controls,maf", [(2400, 2300, 0.3), (9, 700, 0.2),
+                                                    (650, 13, 0.05), (3000, 4000, 0.45)])
+def test_search_order3_fused_bound_unbalanced(n_cases, n_controls, maf):
+    """Order 3 through ``_last_stage16`` (one segment per class: the float32 Taylor bound decides
+    which candidates get their exact MI) on unbalanced classes, rare genotypes and individual
+    counts above 4096 (products of counts past float32's exact integers): the top list is the
+    reference's, on 1 and 2 threads."""
+    rng = np.random.default_rng(n_cases * 7 + n_controls)
+    n = n_cases + n_controls
+    geno = rng.binomial(2, maf, size=(n, 19)).astype(np.int8)
+    lab = rng.permutation(np.r_[np.ones(n_cases), np.zeros(n_controls)]).astype(np.int8)
+    enc = ep.encode(geno, lab)
+    plan = ep._make_plan(enc, 3, 4, 1, None, None, False)
+    assert plan.pairs and plan.segs.shape[0] == 2
+    ref = ep.reference_search(geno, lab, order=3, top=4)
+    for threads in (1, 2):
+        ep.validate(ep.search(geno, lab, order=3, top=4, threads=threads), ref, atol=1e-12)
+
+
 def test_search_ties_by_indices():
     inp = ep.make_inputs({"snps": 8, "individuals": 99}, seed=2)
     g = inp.genotypes.copy()

@@ -93,7 +93,7 @@ def test_search_module_uses_both_bounds():
 @njit
 def _fused16_s(tab32, lanes16, pj, par, pc, W, nw1, lims, countsf):
     """_fused3_v16 on one block of 16 candidates (one segment per class, cases first): for each
-    lane j, whether its float32 S reached lims[j]."""
+    lane j, whether its float32 Taylor sum reached lims[j]."""
     out = np.zeros(16, dtype=np.int64)
     for j in range(16):
         m = _fused3_v16(tab32, 0, nw1, 2 * W, lanes16, 0, nw1 * 16, 2 * W * 16, nw1,
@@ -102,13 +102,27 @@ def _fused16_s(tab32, lanes16, pj, par, pc, W, nw1, lims, countsf):
     return out
 
 
+def _taylor_sum(a, b, N, N1):
+    """Σ over the cells of (a − n·π)² / clamp(a·b/n, n·v/2, n·v), float64 numpy (the bound
+    ``_fused3_v16`` computes in float32)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    pi = N1 / N
+    v = pi * (1 - pi)
+    n = a + b
+    n1 = np.maximum(n, 1.0)
+    w = np.clip(a * b / n1, n1 * v / 2, n1 * v)
+    return float(((a - n * pi) ** 2 / w).sum())
+
+
 @pytest.mark.parametrize("n_cases,n_controls,maf", [(1000, 1000, 0.4), (37, 400, 0.05),
-                                                    (5, 2, 0.5), (640, 70, 0.02)])
-def test_fused16_counts_and_chi_bound(n_cases, n_controls, maf):
-    """_fused3_v16 (counts in 32-bit lanes, the χ² sum S = Σ a²/n in float32 × 16 with
+                                                    (5, 2, 0.5), (640, 70, 0.02),
+                                                    (3000, 2500, 0.3), (9, 6000, 0.45)])
+def test_fused16_counts_and_taylor_bound(n_cases, n_controls, maf):
+    """_fused3_v16 (counts in 32-bit lanes, the Taylor bound on 2·N·MI in float32 × 16 with
     vrcp14ps): its stored counts are the numpy contingency tables of prefix (0, 1) with
-    candidates 2 … 17, and every lane's S reaches its exact S / (1 + 2**-12), the limit's slack
-    in the search; an S a little above the exact one is not reached."""
+    candidates 16, 17, every lane reaches a limit of its exact 2·N·MI (the bound holds, float32
+    slack included: no candidate that could enter the top list is skipped), and a limit a
+    little above the exact Taylor sum is not reached (the bound is not loosened further)."""
     rng = np.random.default_rng(n_cases + n_controls)
     n = n_cases + n_controls
     geno = rng.binomial(2, maf, size=(n, 18)).astype(np.int8)
@@ -129,19 +143,17 @@ def test_fused16_counts_and_chi_bound(n_cases, n_controls, maf):
     lanes16 = _plan._lanes16(enc.lanes)[2 * 2 * W * 16:]         # candidates 16 … 31 → block 1
     cand = range(16, 18)
     countsf = np.zeros(36 * 16 + 16, dtype=np.float32)
-    S = np.zeros(16)
+    nmi2 = np.zeros(16)
+    tay = np.zeros(16)
     for k in cand:
-        x = geno[:, k]
-        for r in range(3):
-            for g in range(3):
-                sel = (geno[:, 0] == r) & (geno[:, 1] == g)
-                for gk in range(3):
-                    a = int(((x == gk) & sel & (lab == 1)).sum())
-                    b = int(((x == gk) & sel & (lab == 0)).sum())
-                    S[k - 16] += a * a / max(a + b, 1)
-    lims = S / (1 + 2.0 ** -12)
+        sel3 = (geno[:, 0] * 9 + geno[:, 1] * 3 + geno[:, k])
+        a = np.bincount(sel3[lab == 1], minlength=27)
+        b = np.bincount(sel3[lab == 0], minlength=27)
+        nmi2[k - 16] = 2 * _mi_times_n(a, b)
+        tay[k - 16] = _taylor_sum(a, b, n, n_cases)
+        assert tay[k - 16] * (1 + 2.0 ** -10) + 1e-6 >= nmi2[k - 16]
     got = _fused16_s(tab.view(np.uint32), lanes16, p16[1][192:], p16[0][192:], pc, W, 2 * cw,
-                     lims, countsf)
+                     nmi2, countsf)
     assert got[:2].all()
     # the stored counts: row q of class c, genotype g of the candidate at ((c·9 + q)·2 + g)·16
     for k in cand:
@@ -153,6 +165,7 @@ def test_fused16_counts_and_chi_bound(n_cases, n_controls, maf):
                 for gk in range(2):
                     want = int(((x == gk) & sel & (lab == c)).sum())
                     assert countsf[((c * 9 + q) * 2 + gk) * 16 + k - 16] == want
+    v = n_cases * n_controls / n ** 2
     over = _fused16_s(tab.view(np.uint32), lanes16, p16[1][192:], p16[0][192:], pc, W, 2 * cw,
-                      S * (1 + 2.0 ** -10) + 1e-3, countsf)
+                      tay * (1 + 2.0 ** -8) + n * 2.0 ** -18 / v + 1e-3, countsf)
     assert not over[:2].any()
