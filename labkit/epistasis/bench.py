@@ -34,6 +34,9 @@ TARGETS = [
     Target("search(genotypes, labels) vs its kernel (encoded, planned), 400 SNPs × 2000, "
            "1 thread, CPU time", 0.8,
            ratio_of("entry point", "search(genotypes, labels)", "kernel _search_kernel")),
+    Target("order-3 search, 400 SNPs × 2000, 1 thread, CPU time: its AND + popcount's share of "
+           "the vector-popcount roof", 0.6,
+           ratio_of("roof", "order-3 search", "vector popcount roof")),
 ]
 
 
@@ -95,27 +98,50 @@ def roof_table(enc, order: int, repeat: int = 3, hz: float | None = None):
     """BenchResult: the vector-popcount roof (measured: vpopcnt per cycle × 8 lanes × the
     measured clock, in word popcounts per second) beside the 1-thread search's word popcounts per
     second (both CPU seconds, best of repeats); the search's ratio is its share of the roof."""
+    return roof_by_order({order: enc}, repeat=repeat, hz=hz)
+
+
+#: the inputs of the roof table's rows by order: as many combinations as the order-3 bench's
+#: 10.6 M within a factor 5, so each row takes well under a second per call
+ORDER_INPUTS = {2: {"snps": 2000, "individuals": 2000, "order": 2}, 3: SEARCH_INPUTS,
+                4: {"snps": 100, "individuals": 2000, "order": 4}}
+_UNITS = {1: "SNPs", 2: "pairs", 3: "triples", 4: "quads"}
+
+
+def _order_row(enc, order: int, seconds: float) -> dict:
+    per = popcounts_per_combination(order, enc.words, use_pair_tables(enc.n_snps, order))
+    combos = math.comb(enc.n_snps, order)
+    unit = _UNITS.get(order, "combinations")
+    got = combos * per / seconds
+    return {"name": f"order-{order} search, {enc.n_snps} SNPs × {enc.n_cases + enc.n_controls}"
+                    f", 1 thread: {combos / seconds / 1e6:.1f} M {unit}/s ({per} word "
+                    f"popcounts per {unit[:-1]})",
+            "median_s": 1e9 / got, "throughput": got}
+
+
+def roof_by_order(encs: dict, repeat: int = 3, hz: float | None = None):
+    """BenchResult: the vector-popcount roof (word popcounts per CPU second, ``popcount_roof``)
+    and, for each order k of ``encs`` ({k: Encoded}), the 1-thread order-k search's AND +
+    popcount work per CPU second (``popcounts_per_combination`` × combinations / best time of
+    interleaved repeats), its combinations per second in the row's name; a row's ratio to the
+    roof is its share of it (the baseline)."""
     from labkit.hardware.clock import measure_clock
     hz = measure_clock() if hz is None else hz
     roof = popcount_roof(repeat)
-    per = popcounts_per_combination(order, enc.words, use_pair_tables(enc.n_snps, order))
-    combos = math.comb(enc.n_snps, order)
-    res = bench.compare({"search": lambda: search(enc, None, order=order, threads=1,
-                                                  progress=False)},
-                        (), clock="cpu", stat="best", repeat=repeat, min_time=0.2)
-    got = combos * per / res.time("search")
-    work = 1_000_000_000
-    rows = [{"name": "vector popcount roof (<8 x i64> ctpop, L1)", "median_s": work / roof,
-             "throughput": roof},
-            {"name": f"search, 1 thread ({per} word popcounts per combination)",
-             "median_s": work / got, "throughput": got}]
+    funcs = {k: (lambda e=e, k=k: search(e, None, order=k, threads=1, progress=False))
+             for k, e in sorted(encs.items())}
+    res = bench.compare({f"order {k}": f for k, f in funcs.items()}, (), clock="cpu",
+                        stat="best", repeat=repeat, min_time=0.2)
+    rows = [{"name": "vector popcount roof (<8 x i64> ctpop, L1)", "median_s": 1e9 / roof,
+             "throughput": roof}]
+    rows += [_order_row(encs[k], k, res.time(f"order {k}")) for k in funcs]
+    shares = ", ".join(f"order {k} at {r['throughput'] / roof:.0%}"
+                       for k, r in zip(funcs, rows[1:]))
     return bench.BenchResult(rows, unit="word popcounts", clock="cpu", repeat=repeat,
                              min_time=0.2, stat="best",
-                             label=(f"the search's AND + popcount at {got / roof:.0%} of the "
+                             label=(f"the search's AND + popcount, {shares} of the "
                                     f"vector-popcount roof: {roof / 8 / hz:.2f} vpopcnt × 8 "
-                                    f"lanes per cycle at {hz / 1e9:.2f} GHz (measured; "
-                                    f"{combos / res.time('search') / 1e6:.1f} M combinations per "
-                                    "CPU second)"))
+                                    f"lanes per cycle at {hz / 1e9:.2f} GHz (measured)"))
 
 
 def _first(names, key):
@@ -151,8 +177,14 @@ def run_benchmark(size=None, repeat: int = 5, threads=(1, 2)) -> dict:
                                f"{inp.n_individuals} individuals")
     out = {"popcount": pop, "search": srch, "entry point": entry_table(inp, repeat)}
     if inp.order >= 2 and any(n.startswith("search_1_thread") for n in srch.names):
-        out["roof"] = roof_table(enc, inp.order, repeat=min(repeat, 3))
+        encs = {k: enc if k == inp.order else _encoded(spec) for k, spec in ORDER_INPUTS.items()}
+        out["roof"] = roof_by_order(encs, repeat=min(repeat, 3))
     return out
+
+
+def _encoded(spec):
+    inp = make_inputs(spec)
+    return encode(inp.genotypes, inp.labels)
 
 
 def phase_times(genotypes, labels=None, order: int = 3, threads: int = 1, repeat: int = 3,

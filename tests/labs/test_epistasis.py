@@ -583,6 +583,26 @@ def test_roof_table_rows():
     assert "% of the vector-popcount roof" in res.label
 
 
+def test_roof_by_order_rows():
+    """The roof table with orders 2, 3 and 4: the roof row first (the baseline), one row per
+    order naming its combinations per second, each row's ratio its share of the roof; the
+    order-3 share target reads it."""
+    from labkit.epistasis import bench as ep_bench
+    encs = {}
+    for k, snps in ((2, 40), (3, 20), (4, 12)):
+        inp = ep.make_inputs({"snps": snps, "individuals": 333}, seed=k)
+        encs[k] = ep.encode(inp.genotypes, inp.labels)
+    res = ep_bench.roof_by_order(encs, repeat=1, hz=3e9)
+    assert res.names[0].startswith("vector popcount roof") and res.baseline == res.names[0]
+    for name, unit in zip(res.names[1:], ("pairs", "triples", "quads")):
+        assert f" M {unit}/s" in name and res.throughput(name) > 0
+    assert "order 2 at" in res.label and "% of the vector-popcount roof" in res.label
+    (target,) = [t for t in ep_bench.TARGETS if "share of the vector-popcount roof" in t.claim]
+    share = target.measure({"roof": res})
+    assert share == res.ratio(res.names[2], res.names[0]) > 0
+    assert ep_bench.ORDER_INPUTS[3] == ep_bench.SEARCH_INPUTS
+
+
 @pytest.mark.full      # the host matrix re-executes the solutions as haswell (make test-hosts)
 def test_search_compiles_and_agrees_without_avx512(tmp_path):
     """The χ² bound uses vrcp14pd only where AVX-512 is present: compiled for an AVX2 core
