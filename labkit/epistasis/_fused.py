@@ -19,7 +19,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from labkit.jit import compiles_for_avx512
+from labkit.jit import compiles_for_avx512, njit
 
 from ._intrinsics import _F64, _I64, _declare, _int_args_ok
 
@@ -52,29 +52,41 @@ def _recip16(builder, x):
     return builder.fdiv(ir.Constant(_VF16, [1.0] * 16), x)
 
 
-def _pc(builder, P, r, cl):
-    """The prefix row r's count of class cl (``pc[r, cl]``, int64)."""
-    return builder.load(builder.gep(P.data, [ir.Constant(_I64, 2 * r + cl)]))
+@njit(cache=True)
+def fused_params(pc, pcf):
+    """``_fused3_v16``'s per-prefix constants, once per prefix (not per block of 16): pcf[2r + c]
+    = the prefix row r's count of class c (``pc``, float32), pcf[18] = π = N1/N, pcf[19] = v/2
+    with v = π(1 − π), pcf[20] = N·2**-20/v: the absolute slack of the float32 Taylor sum (π
+    rounded to float32 in d = a − n·π: |δd| ≤ n·2**-24, so |δ(d²/w)| ≤ n·2**-22/v per cell,
+    and Σ n = N)."""
+    n1 = 0
+    n0 = 0
+    for r in range(9):
+        pcf[2 * r] = pc[r, 0]
+        pcf[2 * r + 1] = pc[r, 1]
+        n1 += pc[r, 1]
+        n0 += pc[r, 0]
+    fn = float(n1 + n0)
+    v = float(n1) * float(n0) / (fn * fn)
+    pcf[18] = n1 / fn
+    pcf[19] = 0.5 * v
+    pcf[20] = fn * 2.0 ** -20 / v
+
+
+def _ld(builder, P, i):
+    """pcf[i] (float32)."""
+    return builder.load(builder.gep(P.data, [ir.Constant(_I64, i)]))
 
 
 def _taylor_limit(builder, P, lim):
-    """(limit, π, v/2) as float32 × 16 splats for ``_taylor16``: π = N1/N and v = π(1 − π) from
-    the prefix rows' counts (they partition the individuals), the limit ``lim`` on 2·N·MI less
-    the float32 sum's error: relative 2**-10 (one vrcp14ps, 2**-14, and roundings of 2**-24)
-    and N·2**-20/v absolute (π rounded to float32 in d = a − n·π: |δd| ≤ n·2**-24, so
-    |δ(d²/w)| ≤ n·2**-22/v per cell, and Σ n = N)."""
-    n1 = n0 = ir.Constant(_I64, 0)
-    for r in range(9):
-        n1 = builder.add(n1, _pc(builder, P, r, 1))
-        n0 = builder.add(n0, _pc(builder, P, r, 0))
-    f1, f0 = builder.sitofp(n1, _F64), builder.sitofp(n0, _F64)
-    fn = builder.fadd(f1, f0)
-    pi = builder.fdiv(f1, fn)
-    v = builder.fdiv(builder.fmul(f1, f0), builder.fmul(fn, fn))
-    slack = builder.fdiv(builder.fmul(fn, ir.Constant(_F64, 2.0 ** -20)), v)
+    """(limit, π, v/2) as float32 × 16 splats for ``_taylor16`` from ``fused_params``' pcf: the
+    limit ``lim`` on 2·N·MI less the float32 sum's error, relative 2**-10 (one vrcp14ps,
+    2**-14, and roundings of 2**-24) and pcf[20] absolute."""
+    slack = builder.fpext(_ld(builder, P, 20), _F64)
     limd = builder.fsub(builder.fmul(lim, ir.Constant(_F64, 1.0 - 2.0 ** -10)), slack)
-    f32 = lambda x: _splat16(builder, builder.fptrunc(x, _F32), _VF16)  # noqa: E731
-    return f32(limd), f32(pi), f32(builder.fmul(v, ir.Constant(_F64, 0.5)))
+    f32 = lambda x: _splat16(builder, x, _VF16)  # noqa: E731
+    return (f32(builder.fptrunc(limd, _F32)), f32(_ld(builder, P, 18)),
+            f32(_ld(builder, P, 19)))
 
 
 def _taylor16(builder, n, P, piv, hv):
@@ -90,7 +102,7 @@ def _taylor16(builder, n, P, piv, hv):
     for r in range(9):
         z = {}
         for cl in (1, 0):
-            t = _splat16(builder, builder.sitofp(_pc(builder, P, r, cl), _F32), _VF16)
+            t = _splat16(builder, _ld(builder, P, 2 * r + cl), _VF16)
             z[cl] = builder.fsub(builder.fsub(t, n[cl, r, 0]), n[cl, r, 1])
         cells = ((n[1, r, 0], n[0, r, 0]), (n[1, r, 1], n[0, r, 1]), (z[1], z[0]))
         new = []
@@ -110,14 +122,15 @@ def _taylor16(builder, n, P, piv, hv):
 
 
 @intrinsic
-def _fused3_v16(typingctx, tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, par, blk, pc, lim,
+def _fused3_v16(typingctx, tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, par, blk, pcf, lim,
                 counts, coff, cs, pf):
     """For the 16 candidates of one lane block at order 3 with pair tables (R = 9 split rows):
     counts n_c(q, g) of rows q < 4 (first SNP's genotype a = q // 2, second's b = q % 2) with the
     candidate's genotype g < 2, class 1 over 32-bit words [t1, t1 + nw1) of ``tab`` (lanes from
     ``lanes[s1 + g·gstr + 16i]``), class 0 over [t0, t0 + nw0) (``s0``); n(2, b) = pj(b) −
     n(0, b) − n(1, b) (rows 4 + b), n(a, 2) = par(a) − n(a, 0) − n(a, 1) (rows 6 + a); the
-    lane words ``pf`` on prefetched; the prefix row r's genotype 2 from ``pc[r, c]``.
+    lane words ``pf`` on prefetched; the prefix row r's genotype 2 from its count pcf[2r + c]
+    (``pcf``: ``fused_params``' float32 constants of the prefix).
     In 32-bit lanes: ``tab`` and ``lanes`` are uint32 views
     (offsets and word counts in 32-bit words; ``lanes`` blocked by 16 SNPs, ``_plan._lanes16``),
     the pair tables float32 in blocks of 16 (``_stages._pair_counts(..., b16=True)``: 12 vectors of 16 per block,
@@ -125,12 +138,12 @@ def _fused3_v16(typingctx, tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, pa
     counts[((c·9 + q)·2 + g)·cs + coff]; returns the 16-bit mask of the lanes whose Taylor
     sum (``_taylor16``, ≥ 2·N·MI) reaches ``lim`` less its float32 error (``_taylor_limit``): a
     lane left out cannot have 2·N·MI ≥ lim."""
-    arrs = (tab, lanes, pj, par, pc, counts)
+    arrs = (tab, lanes, pj, par, pcf, counts)
     if not (all(isinstance(a, types.Array) for a in arrs)
             and _int_args_ok(t1, t0, W, s1, s0, gstr, nw1, nw0, blk, coff, cs, pf)
-            and isinstance(lim, types.Float)):
+            and isinstance(lim, types.Float) and pcf.dtype == types.float32):
         return None
-    sig = types.int64(tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, par, blk, pc, lim,
+    sig = types.int64(tab, t1, t0, W, lanes, s1, s0, gstr, nw1, nw0, pj, par, blk, pcf, lim,
                       counts, coff, cs, pf)
 
     def codegen(context, builder, sg, args):

@@ -12,7 +12,7 @@ from numba import prange
 
 from labkit.jit import njit
 
-from ._fused import _fused3_v16
+from ._fused import _fused3_v16, fused_params
 from ._intrinsics import (_and_store_v8, _derive3_v8, _lanes1, _lanes3, _lanes4, _lanes6,
                           _lanes9, _sub2_v8)
 from ._mi_rows import _chi_rows, _nlogn_rows, _taylor_rows
@@ -235,6 +235,8 @@ def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, cou
     nw0 = 2 * segs[1 - s1, 1] - lo0
     W2 = 2 * W
     b1 = 18 * 16
+    pcf = np.empty(24, dtype=np.float32)
+    fused_params(pc, pcf)
     for kb in range((k_lo // 16) * 16, k_hi, 16):
         kblk = kb // 16
         w = state[0]
@@ -245,7 +247,7 @@ def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, cou
         lim = 2.0 * fN * ((tq[w] - 1) * 1e-11 - 1e-12)
         m = _fused3_v16(tab32, 2 * toff + lo1, 2 * toff + lo0, W2, lanes16,
                         (kblk * 2 * W2 + lo1) * 16, (kblk * 2 * W2 + lo0) * 16, W2 * 16, nw1,
-                        nw0, pj16, par16, kblk * 192, pc, lim, countsf, 0, 16, 2 * W2 * 16)
+                        nw0, pj16, par16, kblk * 192, pcf, lim, countsf, 0, 16, 2 * W2 * 16)
         if phases < 3:
             continue
         jlo = max(k_lo - kb, 0)

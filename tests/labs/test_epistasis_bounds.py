@@ -8,7 +8,7 @@ from numba import njit
 
 from labkit import epistasis as ep
 from labkit.epistasis import _plan, _stages
-from labkit.epistasis._fused import _fused3_v16
+from labkit.epistasis._fused import _fused3_v16, fused_params
 from labkit.epistasis._mi_rows import _chi_rows, _taylor_rows
 
 
@@ -95,9 +95,11 @@ def _fused16_s(tab32, lanes16, pj, par, pc, W, nw1, lims, countsf):
     """_fused3_v16 on one block of 16 candidates (one segment per class, cases first): for each
     lane j, whether its float32 Taylor sum reached lims[j]."""
     out = np.zeros(16, dtype=np.int64)
+    pcf = np.empty(24, dtype=np.float32)
+    fused_params(pc, pcf)
     for j in range(16):
         m = _fused3_v16(tab32, 0, nw1, 2 * W, lanes16, 0, nw1 * 16, 2 * W * 16, nw1,
-                        2 * W - nw1, pj, par, 0, pc, lims[j], countsf, 0, 16, 0)
+                        2 * W - nw1, pj, par, 0, pcf, lims[j], countsf, 0, 16, 0)
         out[j] = (m >> j) & 1
     return out
 
