@@ -218,14 +218,15 @@ def _mi_one(counts, b1, b0, cstride, oj, pc, R, nlogn):
 
 @njit(cache=True)
 def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, countsf, nlogn,
-                  inv_n, hy, tq, tm, ti, state, acc, phases, par16, pj16):
+                  inv_n, hy, tq, tm, ti, state, acc, phases, par16, pj16, pcf):
     """``_last_stage`` at order 3 with pair tables and one segment per class (the usual case),
     16 candidates per call in 32-bit lanes: ``_fused3_v16`` counts, derives and bounds them (the
     Taylor bound on 2·N·MI in float32 × 16) and stores their 36 float32 count vectors in
     ``countsf`` (row q of class c, genotype g at ((c·9 + q)·2 + g)·16); once the top list is
     full only the lanes whose bound reaches it get their exact MI (about 1 in 2000 at 400 SNPs ×
     2000), before that every lane, 8 at a time. ``tab32``, ``lanes16``: uint32 views
-    (``_lanes16``), ``par16``, ``pj16``: float32 pair-table rows (``_pair_counts``' b16 layout)."""
+    (``_lanes16``), ``par16``, ``pj16``: float32 pair-table rows (``_pair_counts``' b16 layout);
+    ``pcf``: 24 float32, the worker's buffer for ``fused_params`` (no allocation per call)."""
     n1 = pc[0, 1] + pc[1, 1] + pc[2, 1] + pc[3, 1] + pc[4, 1] + pc[5, 1] + pc[6, 1] + pc[7, 1] \
         + pc[8, 1]
     n0 = pc[0, 0] + pc[1, 0] + pc[2, 0] + pc[3, 0] + pc[4, 0] + pc[5, 0] + pc[6, 0] + pc[7, 0] \
@@ -238,7 +239,6 @@ def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, cou
     nw0 = 2 * segs[1 - s1, 1] - lo0
     W2 = 2 * W
     b1 = 18 * 16
-    pcf = np.empty(24, dtype=np.float32)
     fused_params(pc, pcf)
     for kb in range((k_lo // 16) * 16, k_hi, 16):
         kblk = kb // 16

@@ -53,6 +53,7 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
         pcs = np.zeros((order, Rmax, 2), dtype=np.int64)
         counts = np.zeros(batch * 4 * Rmax + 8, dtype=np.int64)
         countsf = np.zeros(36 * 16 + 16, dtype=np.float32)
+        pcf = np.zeros(24, dtype=np.float32)     # _fused.fused_params' constants of a prefix
         tab32 = tables.view(np.uint32)
         idx = np.zeros(order, dtype=np.int64)
         nxt = np.zeros(order + 1, dtype=np.int64)
@@ -95,7 +96,7 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
                         _last_stage16(tab32, lvl_off[d], pcs[d], idx, order, idx[d - 1] + 1,
                                       n_snps, lanes16, W, segs, countsf, nlogn, inv_n, hy, tq,
                                       tm, ti, state, acc, phases, pairs16[idx[0]],
-                                      pairs16[idx[1]])
+                                      pairs16[idx[1]], pcf)
                     elif phases >= 2:
                         if use_pairs:
                             pj = pairs[idx[1]]
