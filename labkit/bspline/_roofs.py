@@ -78,7 +78,6 @@ def precision_roofs(seed: dict, cache: dict, batch: int, kw: dict):
     from labkit.hardware import measure_bandwidth, measure_fma_rate
 
     from ._workloads import Workload
-    from .bench import _as_float32
 
     work = seed["x"].n * batch
     funcs, works = {}, {}

@@ -14,8 +14,7 @@ from labkit.bench import Target, ratio_of
 from ._roofs import precision_roofs
 from ._workloads import (Workload, _EntryWorkload, _ScipyWorkload,  # noqa: F401 - re-exported
                          ndbspline_of, ndbspline_vgh)
-from .inputs import BsplineInputs, make_inputs
-from .layouts import aligned_empty
+from .inputs import BsplineInputs, _as_float32, make_inputs
 from .reference import FLOAT32_RTOL
 
 __all__ = ["Workload", "ndbspline_vgh", "ndbspline_of", "TARGETS", "run_benchmark",
@@ -174,13 +173,6 @@ def _seed_grid(sz: dict, kw: dict) -> dict:
     out["roofs by precision, seed grid"] = precision_roofs(
         {"x": x, "x32": x32}, {"x": xc, "x32": _as_float32(xc), "batch": len(xc.positions)}, B, kw)
     return out
-
-
-def _as_float32(x):
-    """The inputs with float32 coefficients (rounded from x's), 64-byte aligned."""
-    c32 = aligned_empty(x.coefs.shape, np.float32)
-    c32[...] = x.coefs
-    return BsplineInputs(coefs=c32, positions=x.positions, lengths=x.lengths)
 
 
 def _seed_layouts(x, x32, sz: dict, kw: dict):

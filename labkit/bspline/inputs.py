@@ -106,3 +106,10 @@ def _tiled_coefs(spline, coefs, layout: str, tile):
     if isinstance(spline, BsplineInputs):
         return spline.tiled(tile)
     return to_aosoa(coefs, tile)
+
+
+def _as_float32(x: BsplineInputs) -> BsplineInputs:
+    """The inputs with float32 coefficients (rounded from x's), 64-byte aligned."""
+    c32 = aligned_empty(x.coefs.shape, np.float32)
+    c32[...] = x.coefs
+    return BsplineInputs(coefs=c32, positions=x.positions, lengths=x.lengths)
