@@ -25,10 +25,15 @@ def sum_chain(x, y):                   # one accumulator: every add waits for th
     return s
 
 
+# The stop is n - n % 8 (≥ 0), not x.size - 7: with that one LLVM cannot tell that i + 1 … i + 7
+# never wrap, and numba's negative-index fix-up (sar/and/lea or cmp/cmov per load, ~10
+# instructions per element) cost the eight sums their gain — as slow as the chain on Golden
+# Cove's 2-cycle adds, and slower on a busy Zen 4.
 @njit
 def sum_partials(x, y):                # eight independent sums
+    nb = x.size - x.size % 8
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-    for i in range(0, x.size - 7, 8):
+    for i in range(0, nb, 8):
         s0 += x[i] * y[i]
         s1 += x[i + 1] * y[i + 1]
         s2 += x[i + 2] * y[i + 2]
@@ -117,8 +122,10 @@ def test_the_port_names_are_osacas():
 
 @pytest.mark.parametrize("cpu", CPUS)
 def test_the_bound_that_wins_is_the_expected_resource(cpu):
-    """Per core: the one-accumulator sum is bound by its add chain; eight partial sums by ports,
-    not a chain, at fewer cycles per element; the triad by its FMA or its load/store ports, the
+    """Per core: the one-accumulator sum is bound by its add chain; eight partial sums by ports
+    or by chains at most an eighth as long per element (LLVM packs the eight sums into vector
+    accumulators: one packed add per four elements on 256-bit cores), at fewer cycles per
+    element; the triad by its FMA or its load/store ports, the
     copy by load/store ports; the gather by ports or a chain but at more cycles per element than
     the contiguous copy."""
     p = {name: _predict(name, cpu) for name in KERNELS}
@@ -126,11 +133,15 @@ def test_the_bound_that_wins_is_the_expected_resource(cpu):
     chain, partials = p["sum_chain"], p["sum_partials"]
     assert chain.bound == "dependency", chain.explain()
     assert any("add" in ln for ln in chain.lcd_instructions), chain.lcd_instructions
-    assert partials.bound == "ports", partials.explain()
+    assert partials.bound in ("ports", "dependency"), partials.explain()
     if partials.elements:          # its step may be unreadable (test_elements_count_…)
         assert partials.cycles_per_element < chain.cycles_per_element, (partials.explain(),
                                                                         chain.explain())
-        assert partials.lcd_cycles / partials.elements < chain.lcd_cycles / chain.elements
+        per_chain = chain.lcd_cycles / chain.elements
+        assert partials.lcd_cycles / partials.elements <= per_chain / 8 * 1.001, (
+            partials.explain(), chain.explain())
+    else:
+        assert partials.bound == "ports", partials.explain()
     tri = p["triad"]
     assert any(ln.split()[0].startswith(("vfmadd", "fmla", "fmad")) for ln in tri.loop), tri.loop
     assert tri.bound == "ports" and tri.port in ports["fma"] | ports["mem"], tri.explain()
@@ -183,9 +194,10 @@ def test_elements_from_hand_written_loops():
 
 def test_measured_beside_predicted_on_this_host():
     """The latency-bound chain runs within 1.6× of its predicted cycles per element here (the
-    fastest of lesson 00's clock-and-kernel rounds, the round least disturbed by load)."""
+    fastest kernel time at the fastest clock of lesson 00's clock-and-kernel rounds: each the
+    least disturbed by load)."""
     from labkit.target import target
-    from labkit.lesson00.checks import measured_cycle_rounds
+    from labkit.lesson00.checks import core_reading, measured_cycle_rounds
     from labkit.lesson00.kernels import dot_plain
     try:
         osaca_model(target().cpu)
@@ -195,7 +207,7 @@ def test_measured_beside_predicted_on_this_host():
     p = lk.predict(dot_plain, (x, x))
     if p.cycles_per_element is None:
         pytest.skip("the loop's step could not be read on this host")
-    measured = min(r[0] for r in measured_cycle_rounds())
+    measured = core_reading(measured_cycle_rounds())[0]
     assert 1 / 1.6 <= measured / p.cycles_per_element <= 1.6, (measured, p.explain(measured))
     text = p.explain(measured)
     assert f"{measured:.2f}" in text and "dependency" in text
@@ -272,8 +284,12 @@ def test_measured_order_of_the_loops_follows_the_bounds():
     """Measured here: eight partial sums take fewer cycles per element than one chain, and the
     gather more than the contiguous copy — the order the predictions give on every core."""
     _host_predictions()
-    cyc = {name: _loop_cycles(name, rounds=5) for name in ("sum_chain", "sum_partials", "copy",
-                                                           "gather")}
+    names = ("sum_chain", "sum_partials", "copy", "gather")
+    cyc = {name: _loop_cycles(name, rounds=5) for name in names}
+    if not (cyc["sum_partials"] < cyc["sum_chain"] and cyc["gather"] > cyc["copy"]):
+        # load only ever adds time: on a busy run, more rounds (each loop's least disturbed)
+        again = {name: _loop_cycles(name, rounds=9) for name in names}
+        cyc = {name: min(cyc[name], again[name]) for name in names}
     assert cyc["sum_partials"] < cyc["sum_chain"], cyc
     assert cyc["gather"] > cyc["copy"], cyc
 
@@ -341,10 +357,10 @@ def test_a_host_without_a_model_fails_clearly_or_takes_its_vendors_newest(monkey
         def __init__(self, cpu):
             self.cpu = cpu
 
+    info = dict(hardware.info())     # probed (and cached) before target() is the fake
     monkeypatch.setattr(tgt, "target", lambda: Fake("x86-64"))
     with pytest.raises(ValueError, match="generic target.*NUMBA_CPU_NAME.*cpu='skx'"):
         lk.predict(sum_chain, _args()["sum_chain"])
-    info = dict(hardware.info())
     monkeypatch.setattr(hardware, "info", lambda: {**info, "cpu": "Intel(R) Xeon(R) 7999"})
     assert uarch._host_model("futurecove")[0] == "SPR"
     assert "newest Intel core" in uarch._host_model("futurecove")[1]

@@ -176,7 +176,7 @@ def uarch_header(from_tables: bool = False) -> str:
     kernel was timed: its table's best repeat, or 3 rounds of clock + kernel back to back)."""
     from .uarch import CLOCK_NOTE
     how = ("the best repeat of its table above" if from_tables
-           else "fastest of 3 rounds of clock and kernel back to back")
+           else "its fastest of 3 rounds at their fastest clock, clock and kernel back to back")
     return ("predicted vs measured, each lab's key kernel (OSACA's bound for its hot loop, "
             f"labkit.inspect.predict; cycles from the {CLOCK_NOTE}; {how}):")
 

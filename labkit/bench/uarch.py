@@ -63,18 +63,20 @@ def measured_cycles(fn: Callable, args: tuple, elements: float, *, rounds: int =
                     min_time: float = 0.01) -> tuple[float, float]:
     """(cycles per element, clock Hz) of ``fn(*args)`` on this core: in each of ``rounds`` rounds
     the clock and the kernel (best of 3 autoscaled repeats, thread CPU time) are timed one right
-    after the other; the fastest round is kept (every disturbance — another process, an interrupt,
-    a frequency step — makes a round slower, never faster)."""
+    after the other; the kernel's fastest time of all rounds is read at the fastest clock of all
+    rounds. Every disturbance — another process, an interrupt, a frequency step — makes either
+    reading slower, never faster, but not always both in one round (a busy sibling hardware
+    thread slows the clock's integer chain more than a floating-point kernel), so the extremes
+    are taken apart and can only err upward."""
     from labkit.timing.timer import timeit
     if not (elements and elements > 0):
         raise ValueError(f"elements must be a positive count per call, got {elements!r}")
-    best = None
+    best_s, best_hz = float("inf"), 0.0
     for _ in range(max(1, int(rounds))):
-        hz = measure_hz()
-        s = min(timeit(fn, *args, repeat=3, min_time=min_time, clock="thread").times)
-        r = (s * hz / elements, hz)
-        best = r if best is None or r[0] < best[0] else best
-    return best
+        best_hz = max(best_hz, measure_hz())
+        best_s = min(best_s, min(timeit(fn, *args, repeat=3, min_time=min_time,
+                                        clock="thread").times))
+    return best_s * best_hz / elements, best_hz
 
 
 def verdict(ratio: float, bound: str = "ports", unknown: int = 0) -> str:

@@ -60,6 +60,23 @@ def test_latency_on_a_busy_host_is_judged_on_its_quiet_rounds(monkeypatch):
         assert not ok and msg.startswith("wrong") and "18 rounds" in msg
 
 
+def test_latency_reads_the_fastest_kernel_at_the_fastest_clock_not_one_rounds_ratio(monkeypatch):
+    # a loaded Zen 4 (3-cycle adds): a busy sibling thread slowed the clock's integer chain in
+    # some rounds (2.74 GHz) but not the add chain (0.84 ns): those rounds' own ratio read 2.3
+    from labkit.check import CheckFailure
+    from labkit.lesson00 import checks
+    slow_clock = [(0.84, 2.74e9), (0.86, 2.9e9), (0.84, 3.57e9), (0.95, 3.57e9), (1.1, 3.5e9)]
+    rounds = sorted((ns * 1e-9 * hz, ns, hz) for ns, hz in slow_clock)
+    assert rounds[0][0] == pytest.approx(2.3, abs=0.01)
+    cycles, ns, hz = checks.core_reading(rounds)
+    assert (ns, hz) == (0.84, 3.57e9) and cycles == pytest.approx(3.0, abs=0.01)
+    monkeypatch.setattr(checks, "measured_cycle_rounds", lambda *a, **k: list(rounds))
+    msg = checks.check_latency.body(lambda: 3)
+    assert "measured 3.0 cycles" in msg and "fastest clock" in msg, msg
+    with pytest.raises(CheckFailure, match="predicted 2 .*off by 33%"):
+        checks.check_latency.body(lambda: 2)       # Zen 5's 2 is not this core's
+
+
 def test_latency_measures_again_only_when_its_rounds_disagree(monkeypatch):
     steady = (2.0,) * 9
     ok, msg = _latency(monkeypatch, 3, steady)    # one batch: an iterator of one would raise
