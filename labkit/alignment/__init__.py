@@ -106,7 +106,7 @@ _LAZY = {"run_benchmark": "bench", "TARGETS": "bench", "cpu_compare": "bench",
          "throughput": "bench", "thread_rounds": "bench", "width_sweep": "bench", "_seed_args": "bench", "_parasail_fn": "bench",
          "opal_fn": "bench", "gcups": "bench", "OPAL_MISSING": "bench", "roof": "bench",
          "int16_op_rate": "bench", "OPS_PER_CELL": "bench", "int8_op_rate": "bench",
-         "OPS_PER_CELL_INT8": "bench", "roof_int8": "bench", "tuner_reading": "prose",
+         "OPS_PER_CELL_INT8": "bench", "tuner_reading": "prose",
          "batch_steps_reading": "prose", "column_kib": "prose"}
 
 

@@ -25,7 +25,7 @@ from .kernels import (align_batched, align_batched_serial, align_scalar, align_t
 __all__ = ["run_benchmark", "TARGETS", "cpu_compare", "throughput", "width_sweep", "thread_rounds",
            "opal_fn", "gcups", "OPAL_MISSING", "PARASAIL_NW", "parasail_variants", "parasail_best",
            "parasail_label", "OPAL_OVERFLOW", "opal_best", "OPS_PER_CELL", "int16_op_rate", "roof",
-           "OPS_PER_CELL_INT8", "int8_op_rate", "roof_int8"]
+           "OPS_PER_CELL_INT8", "int8_op_rate"]
 
 
 def _seed_args(inputs: Inputs):
@@ -150,11 +150,6 @@ def roof(kernel_res, name: str, cells_per_call: int, work: int, repeat: int = 5,
         f"{ops} ops per cell"))
 
 
-def roof_int8(kernel_res, name: str, cells_per_call: int, work: int, repeat: int = 5):
-    """``roof(..., bits=8)``: the int8 kernel against the int8 ALU roof."""
-    return roof(kernel_res, name, cells_per_call, work, repeat, bits=8)
-
-
 def cpu_compare(functions: dict, *, work: int, repeat: int = 5, min_cpu: float = 0.1,
                 label: str | None = None, baseline: str | None = None):
     """``bench.compare`` of zero-argument functions in *process CPU seconds* per call
@@ -227,7 +222,7 @@ def _entry_point(big, repeat: int) -> dict:
         label=f"8-bit lanes: the int8 difference kernel beside the shifted int16 one, "
               f"{big.pairs} pairs × {s1.shape[1]}, 1 thread, CPU time"), cells)
     out["roof"] = roof(out["8-bit lanes"], INT16_ROW, cells, big.pairs, repeat)
-    out["roof, int8"] = roof_int8(out["8-bit lanes"], INT8_ROW, cells, big.pairs, repeat)
+    out["roof, int8"] = roof(out["8-bit lanes"], INT8_ROW, cells, big.pairs, repeat, bits=8)
     out["entry point"] = _with_gcups(cpu_compare(
         {"kernel align_int8_serial (uint8, padded)": lambda: align_int8_serial(*args),
          "align(list of str)": lambda: align(t1, t2, big.scoring, threads=1),

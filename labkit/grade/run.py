@@ -172,12 +172,10 @@ def _run_checks(sub: Submission, canon: Canonical, settings: GradeSettings,
     notebook's time (an exercise left without time never ran), or why it has no cell."""
     rows = []
     deadline = time.monotonic() + settings.notebook_timeout
-    runs = [ex.name for ex in canon.exercises if ex.name not in missing
-            and not (settings.only and ex.name not in settings.only)]
+    graded = [ex for ex in canon.exercises if not (settings.only and ex.name not in settings.only)]
+    runs = [ex.name for ex in graded if ex.name not in missing]
     with use_worker(_worker(settings, seed_build)):
-        for ex in canon.exercises:
-            if settings.only and ex.name not in settings.only:
-                continue
+        for ex in graded:
             if ex.name in missing:
                 rows.append(_row(ex, "missing", missing[ex.name]))
                 continue
