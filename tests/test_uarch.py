@@ -124,10 +124,9 @@ def test_the_port_names_are_osacas():
 def test_the_bound_that_wins_is_the_expected_resource(cpu):
     """Per core: the one-accumulator sum is bound by its add chain; eight partial sums by ports
     or by chains at most an eighth as long per element (LLVM packs the eight sums into vector
-    accumulators: one packed add per four elements on 256-bit cores), at fewer cycles per
-    element; the triad by its FMA or its load/store ports, the
-    copy by load/store ports; the gather by ports or a chain but at more cycles per element than
-    the contiguous copy."""
+    accumulators), at fewer cycles per element; the triad by its FMA or its load/store ports,
+    the copy by load/store ports; the gather by ports or a chain but at more cycles per element
+    than the contiguous copy."""
     p = {name: _predict(name, cpu) for name in KERNELS}
     ports = PORTS[p["sum_chain"].model]
     chain, partials = p["sum_chain"], p["sum_partials"]
