@@ -1,5 +1,6 @@
 """Tests for labkit.bench: structure, interleaving, validation, compile time apart, rendering, CLI."""
 import json
+import math
 import sys
 import time
 import types
@@ -249,29 +250,54 @@ def test_timeit():
 
 
 
+def _block_cpu(block: bytes) -> float:
+    """Thread CPU seconds of one sha256 of ``block`` in this thread."""
+    import hashlib
+    t = time.thread_time()
+    hashlib.sha256(block)
+    return time.thread_time() - t
+
+
 def test_timeit_in_thread_cpu_seconds():
-    # the caller sleeps while another thread of the process spins: process CPU time counts the
-    # spinner, the caller's thread CPU time does not (labkit.hardware times its kernels so)
+    # the caller waits while another thread of the process hashes: process CPU time counts the
+    # hashing, the caller's thread CPU time does not (labkit.hardware times its kernels so). The
+    # timed call waits until the other thread has hashed ~30 ms of blocks, so each repeat holds
+    # that work whatever the scheduler does — a fixed 3 ms sleep held none of it when a loaded
+    # run did not schedule the other thread then, and Linux adds a running thread's time to its
+    # process's clock at scheduler ticks (1–4 ms), so a window of a few ms can show none of it
     import hashlib
     import threading
     stop = threading.Event()
     block = bytes(1 << 20)
+    blocks = max(4, math.ceil(0.03 / max(min(_block_cpu(block) for _ in range(3)), 1e-5)))
+    hashed = [0]
+    done = threading.Condition()
 
     def spin():     # hashing a large block releases the GIL: the caller's thread is not
         while not stop.is_set():    # starved of it when the cores are busy (pure-Python
             hashlib.sha256(block)   # spinning made this test take 10 s under xdist)
+            with done:
+                hashed[0] += 1
+                done.notify_all()
+
+    def wait_for_the_blocks():      # blocked on the condition: a few wake-ups of thread CPU
+        with done:
+            start = hashed[0]
+            done.wait_for(lambda: hashed[0] - start >= blocks)
 
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
         kw = dict(repeat=3, min_time=0.01)
-        with bench.single_loop():   # a sleep costs no thread CPU: autoscaling would loop long
-            own = bench.timeit(time.sleep, 0.003, clock="thread", **kw)
-            cpu = bench.timeit(time.sleep, 0.003, clock="cpu", **kw)
+        with bench.single_loop():   # a wait costs little thread CPU: autoscaling would loop long
+            own = bench.timeit(wait_for_the_blocks, clock="thread", **kw)
+            cpu = bench.timeit(wait_for_the_blocks, clock="cpu", **kw)
     finally:
         stop.set()
         spinner.join()
-    assert min(own.times) < 0.001 and min(own.times) < min(cpu.times)
+    # ≥ blocks − 1 whole hashes (~30 ms) in each window, less two ticks' lag at most
+    assert min(cpu.times) > 0.01, (cpu.times, blocks)
+    assert max(own.times) < min(cpu.times) / 2, (own.times, cpu.times)
     with pytest.raises(ValueError, match="clock must be 'wall', 'cpu' or 'thread'"):
         bench.timeit(time.sleep, 0.0, clock="gpu")
 
