@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from labkit.check import (CheckFailure, accumulators_gate, exercise, mismatch, no_fastmath_gate,
-                          require_njit, rng, speed_gate, vectorized_gate)
+                          require_njit, rng, speed_enforced, speed_gate, vectorized_gate)
 from labkit import hints
 from labkit.lesson00 import colsum_reference, softsign_reference
 from labkit.lesson00.kernels import colsum_naive, colsum_rows, dot_partials, dot_plain
@@ -149,9 +149,12 @@ def measured_cycle_rounds(n: int = 1 << 14, rounds: int = 9,
 
 @exercise("latency", points=1, allowed=("labkit.hardware:info",))
 def check_latency(student):
-    """The predicted cycles per element of ``dot_plain`` within 25 % of the measured value (the
-    least-disturbed of 9 back-to-back clock + kernel rounds, in CPU time; 9 more when the
-    rounds disagree and the prediction misses)."""
+    """The predicted cycles per element of ``dot_plain`` within 25 % of the measured value (9
+    back-to-back clock + kernel rounds in CPU time, read by :func:`core_reading`; 9 more when
+    the rounds disagree and the prediction misses). The measurement is the verdict, so it is
+    judged like a speed gate: under ``LABKIT_SPEED=report`` (the test suite) a miss is reported
+    in the message and the check passes on a well-formed prediction; grading and the false-fail
+    benchmark under load (``make test-load``) always judge it."""
     pred = student()
     if isinstance(pred, (bool, np.bool_)) or not isinstance(pred, (int, float, np.integer,
                                                                   np.floating)):
@@ -167,8 +170,11 @@ def check_latency(student):
     facts = (f"measured {cycles:.1f} cycles per element ({ns:.2f} ns at {hz / 1e9:.2f} GHz"
              f"{spread})")
     if off > LATENCY_TOLERANCE:
-        raise CheckFailure("wrong", f"predicted {pred:.3g} cycles per element, {facts}: off by "
-                                    f"{off:.0%} (within {LATENCY_TOLERANCE:.0%} passes)")
+        miss = (f"predicted {pred:.3g} cycles per element, {facts}: off by {off:.0%} (within "
+                f"{LATENCY_TOLERANCE:.0%} passes)")
+        if not speed_enforced():
+            return f"{miss} — measurement reported only (LABKIT_SPEED=report)"
+        raise CheckFailure("wrong", miss)
     return f"predicted {pred:.3g} cycles per element, {facts}"
 
 
