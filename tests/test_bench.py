@@ -280,7 +280,7 @@ def test_timeit_in_thread_cpu_seconds():
                 hashed[0] += 1
                 done.notify_all()
 
-    def wait_for_the_blocks():      # blocked on the condition: a few wake-ups of thread CPU
+    def wait_for_the_blocks():      # blocked on the condition: one wake-up per block
         with done:
             start = hashed[0]
             done.wait_for(lambda: hashed[0] - start >= blocks)
