@@ -58,7 +58,7 @@ def fused_params(pc, pcf):
     = the prefix row r's count of class c (``pc``, float32), pcf[18] = π = N1/N, pcf[19] = v/2
     with v = π(1 − π), pcf[20] = N·2**-20/v: the absolute slack of the float32 Taylor sum (π
     rounded to float32 in d = a − n·π: |δd| ≤ n·2**-24, so |δ(d²/w)| ≤ n·2**-22/v per cell,
-    and Σ n = N)."""
+    and Σ n = N). Returns N (float) for the caller's limit."""
     n1 = 0
     n0 = 0
     for r in range(9):
@@ -71,6 +71,7 @@ def fused_params(pc, pcf):
     pcf[18] = n1 / fn
     pcf[19] = 0.5 * v
     pcf[20] = fn * 2.0 ** -20 / v
+    return fn
 
 
 def _ld(builder, P, i):

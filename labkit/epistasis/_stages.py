@@ -227,11 +227,6 @@ def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, cou
     2000), before that every lane, 8 at a time. ``tab32``, ``lanes16``: uint32 views
     (``_lanes16``), ``par16``, ``pj16``: float32 pair-table rows (``_pair_counts``' b16 layout);
     ``pcf``: 24 float32, the worker's buffer for ``fused_params`` (no allocation per call)."""
-    n1 = pc[0, 1] + pc[1, 1] + pc[2, 1] + pc[3, 1] + pc[4, 1] + pc[5, 1] + pc[6, 1] + pc[7, 1] \
-        + pc[8, 1]
-    n0 = pc[0, 0] + pc[1, 0] + pc[2, 0] + pc[3, 0] + pc[4, 0] + pc[5, 0] + pc[6, 0] + pc[7, 0] \
-        + pc[8, 0]
-    fN = float(n1 + n0)
     s1 = 0 if segs[0, 2] == 1 else 1
     lo1 = 2 * segs[s1, 0]
     nw1 = 2 * segs[s1, 1] - lo1
@@ -239,7 +234,7 @@ def _last_stage16(tab32, toff, pc, idx, order, k_lo, k_hi, lanes16, W, segs, cou
     nw0 = 2 * segs[1 - s1, 1] - lo0
     W2 = 2 * W
     b1 = 18 * 16
-    fused_params(pc, pcf)
+    fN = fused_params(pc, pcf)        # N, and the prefix's constants of the float32 bound
     for kb in range((k_lo // 16) * 16, k_hi, 16):
         kblk = kb // 16
         w = state[0]
