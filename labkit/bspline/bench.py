@@ -137,17 +137,17 @@ def run_benchmark(size=None, repeat: int = 5, min_time: float = 0.2) -> dict:
     layouts on a cache-resident and on the seed's grid, scipy, tile sizes, nested threading."""
     sz = _bench_sizes(size)
     kw = dict(repeat=repeat, min_time=min_time, unit="VGH")
-    results = {"layouts, cache-resident grid": _cache_layouts(sz, kw)}
-    results.update(_seed_grid(sz, kw))
+    xc = make_inputs(sz["cache"])             # the cache-resident grid: tables 1 and 2
+    results = {"layouts, cache-resident grid": _cache_layouts(xc, kw)}
+    results.update(_seed_grid(sz, kw, xc))
     results["scipy, small problem"] = _scipy_small(sz, kw)
     results["tile size"] = _tile_sizes(sz, kw)
     results.update(_nested_threads(sz, kw, min_time))
     return results
 
 
-def _cache_layouts(sz: dict, kw: dict):
-    """1. AoS → SoA → AoSoA, cache-resident grid, one thread."""
-    x = make_inputs(sz["cache"])
+def _cache_layouts(x: BsplineInputs, kw: dict):
+    """1. AoS → SoA → AoSoA, cache-resident grid (``x``), one thread."""
     g = "×".join(map(str, x.grid))
     return bench.compare(
         {"aos": Workload(x, "aos"), "soa": Workload(x, "soa"),
@@ -157,10 +157,11 @@ def _cache_layouts(sz: dict, kw: dict):
         label=f"{g} grid ({x.nbytes / 2**20:.0f} MiB), N={x.n}, 1 thread", **kw)
 
 
-def _seed_grid(sz: dict, kw: dict) -> dict:
+def _seed_grid(sz: dict, kw: dict, xc: BsplineInputs) -> dict:
     """2. The seed's grid (coefficients far beyond the last-level cache): the layouts beside
     scipy, the entry point beside its kernel, the memory roof, float32 beside float64, and both
-    precisions against the read-bandwidth and FMA roofs (``_roofs.py``)."""
+    precisions against the read-bandwidth and FMA roofs (``_roofs.py``; ``xc``, table 1's
+    cache-resident grid, gives their in-cache rows)."""
     x = make_inputs(sz["seed"])
     x32 = _as_float32(x)
     B = sz["seed_batch"]
@@ -169,7 +170,6 @@ def _seed_grid(sz: dict, kw: dict) -> dict:
     out["memory roof, seed grid"] = _roof_table(out["entry point, seed grid"],
                                                 "soa blocked kernel", 64 * 8 + 10 * 8, x.n * B)
     out["precision, seed grid"] = _seed_precision(x, x32, B, kw)
-    xc = make_inputs(sz["cache"])
     out["roofs by precision, seed grid"] = precision_roofs(
         {"x": x, "x32": x32}, {"x": xc, "x32": _as_float32(xc), "batch": len(xc.positions)}, B, kw)
     return out
