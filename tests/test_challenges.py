@@ -548,13 +548,24 @@ def _grade(lab, source):
                             function=mod.CHALLENGE.name)
 
 
+def _full_but_for_noise(res) -> bool:
+    """A passed challenge below full only because a busy run's interval straddled the full
+    tier's boundary while its median position lay in the full tier (the check then gives the
+    lower tier, by design: "a quieter run may earn full") — a measurement outcome, like
+    ``inconclusive``, not a slower solution."""
+    from labkit.check.challenge import FULL_AT
+    facts = res.details.get("challenge", {})
+    return (res.verdict == "passed" and bool(facts.get("straddles"))
+            and facts.get("position", 0) >= FULL_AT)
+
+
 @pytest.mark.full      # default tier: the scale's logic on the virtual clock above; the anchors
                        # on the hidden inputs (test_the_anchors_agree_…)
 @pytest.mark.parametrize("lab", LABS)
 def test_real_timing_solution_full_start_nothing_slowed_a_middle_tier(lab, monkeypatch):
     monkeypatch.setenv("LABKIT_SPEED", "enforce")
     sol = _grade(lab, _lab(lab).SOLUTION)
-    assert sol.verdict == "passed" and sol.points == 4 or \
+    assert sol.verdict == "passed" and (sol.points == 4 or _full_but_for_noise(sol)) or \
         (sol.verdict == "inconclusive" and _BUSY in sol.message), str(sol)
     # the starting point with one word of its docstring changed: timed as a student's own code
     # (the unchanged start is "no change" before any timing: test_the_starting_point_as_given_…)
