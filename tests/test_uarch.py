@@ -275,6 +275,12 @@ def test_each_loop_measured_within_a_stated_factor_of_its_bound():
     for name in backed:
         got = _loop_cycles(name)
         ratio = got / p[name].cycles_per_element
+        if not FACTOR[0] <= ratio <= FACTOR[1]:
+            # a busy run: a disturbed best time at N_SMALL shrinks the difference (the copy read
+            # 0.058 cycles per element on a loaded Zen 5, faster than one 64-byte store per
+            # cycle allows), one at N_LARGE swells it — measured again, more rounds
+            got = _loop_cycles(name, rounds=9)
+            ratio = got / p[name].cycles_per_element
         assert FACTOR[0] <= ratio <= FACTOR[1], (name, got, p[name].explain(got))
 
 
