@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import tomllib
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from labkit.grade import cli as grade_cli
 from labkit.grade import course as C
 from labkit.grade import gradescope as G
 from labkit.grade import coursetime, gsresults
+from tooling import full_but_for_noise
 
 ROOT = Path(__file__).resolve().parent.parent
 UTC = dt.timezone.utc
@@ -811,15 +813,28 @@ def test_course_with_real_grading(tmp_path, capsys):
     (tmp_path / "course.toml").write_text(course + students)
     out = tmp_path / "out"
     rc = labkit_main(["grade", "--course", str(tmp_path / "course.toml"), str(sub), "--out",
-                      str(out / "grades.csv"), "--no-progress", "--no-cache"])
+                      str(out / "grades.csv"), "--json", str(out / "grades.json"),
+                      "--no-progress", "--no-cache"])
     assert rc == 0
-    assert _read(out / "gradebook.csv") == [["SIS User ID", "SIS Login ID", "lab1"],
-                                            ["1001", "ada", "11"], ["1002", "bob", "0"],
-                                            ["1003", "cy", "0"]]
+    # the challenge's speed is measured for real: on a busy machine the check may give ¾ while
+    # its interval straddles the full tier's boundary (measured twice, the better kept) — then
+    # every output says the same lower score; a solution slower than full fails
+    ada = next(r for r in json.loads((out / "grades.json").read_text())["submissions"]
+               if r["student"] == "ada")
+    lost = [e for e in ada["exercises"] if e["points"] < e["max_points"]]
+    assert all(e["exercise"] == "align_challenge" and full_but_for_noise(e["verdict"],
+                                                                          e.get("details"))
+               for e in lost), lost
+    score = f"{sum(e['points'] for e in ada['exercises']):g}"
+    if lost:
+        warnings.warn(f"a busy run's interval cost the challenge its full tier: {lost}")
+    assert score in ("11", "10") and _read(out / "gradebook.csv") == [
+        ["SIS User ID", "SIS Login ID", "lab1"], ["1001", "ada", score], ["1002", "bob", "0"],
+        ["1003", "cy", "0"]]
     assert _read(out / "gradebook-unknown.csv")[1][0] == "zed"
     assert "NOT COUNTED" in capsys.readouterr().err
     doc = json.loads((out / "gradescope" / "lab1" / "1001" / "results.json").read_text())
-    assert G.validate(doc) == [] and doc["score"] == 11   # 7 guided + 4 of the challenge
+    assert G.validate(doc) == [] and doc["score"] == float(score)   # 7 guided + 4 of the challenge
 
 
 GS_METADATA = '''\

@@ -260,3 +260,58 @@ def test_which_rows_need_review():
     assert report._cell(r["student"]) == "'=cmd" and report._cell(r["message"]) == "'=1+1 <b>"
     from labkit.grade import pages
     assert "=1+1 &lt;b&gt;" in pages._review_section(results)
+
+
+def _tiered(share, straddles, verdict="passed"):
+    """A challenge's result as the worker returns it: ``share`` of gf_double's 2 points, the
+    position interval straddling the boundary above (``details["challenge"]``, as
+    labkit.check.facts writes it)."""
+    return {"verdict": verdict, "passed": verdict == "passed", "points": 2 * share,
+            "max_points": 2, "message": f"scripted tier {share}",
+            "details": {"challenge": {"straddles": straddles, "decided": verdict != "inconclusive",
+                                      "judged": True, "position": 0.69}}}
+
+
+@pytest.mark.parametrize("second, points, said", [
+    (_tiered(1.0, False), 2.0, "the first run was passed, 1.5 of 2 points"),   # the quiet run earns
+    (_tiered(0.5, False), 1.5, "the better measurement stands"),                # a busier one: kept
+    (_tiered(0.0, False, "inconclusive"), 1.5, "inconclusive, 0 of 2 points"),  # cannot decide: kept
+    (_tiered(0.75, True), 1.5, "first run was passed, 1.5 of 2 points, its interval straddling"),
+])
+def test_a_challenge_given_the_lower_tier_on_a_straddle_is_measured_again(course, monkeypatch,
+                                                                           second, points, said):
+    """An honest student near a tier boundary on a busy grading machine: the check gives the lower
+    tier while the interval straddles, the grader measures that challenge once more alone after
+    the batch and the better of the two measurements stands (load only slows code down). A
+    decided tier below full is not measured again, nor a straddle that already earned full."""
+    calls = []
+    answers = {"alice": [_tiered(0.75, True), second], "bob": [_tiered(0.75, False)]}
+
+    def fake(ex, cell, timeout, last=False):
+        calls.append(ex.name)
+        if ex.name != "gf_double":
+            return {"verdict": "passed", "passed": True, "points": 1, "message": "ok",
+                    "details": {}}, 7
+        who = "alice" if calls.count("gf_double") in (1, 3) else "bob"
+        q = answers[who]
+        return dict(q.pop(0) if len(q) > 1 else q[0]), 7
+
+    monkeypatch.setattr(run, "run_exercise", fake)
+    rows = _rows(_grade(course))
+    assert calls == ["gf_add_one", "gf_double"] * 2 + ["gf_double"]      # alice's, once more
+    alice, bob = rows[("alice", "gf_double")], rows[("bob", "gf_double")]
+    assert alice["remeasured"] and alice["points"] == points and said in alice["message"], alice
+    assert (bob["points"], bob.get("remeasured")) == (1.5, None)           # decided ¾: stands
+    assert run._undecided({"status": "graded", "exercises": [alice]}) == []   # once only
+    row = {"exercise": "gf_double", "verdict": "passed", "points": 1.5, "max_points": 2,
+           "details": _tiered(0.75, True)["details"]}
+    assert run.straddled(row) and not run.straddled(dict(row, points=2.0))   # full: nothing to gain
+    assert not run.straddled(dict(row, details={}))                          # not a challenge
+
+
+def test_a_long_challenge_row_keeps_what_the_remeasurement_reads():
+    from types import SimpleNamespace
+    r = _tiered(0.75, True)
+    r["details"]["challenge"]["steps"] = ["x" * 100] * 40             # far past the kept length
+    row = run._verdict_row(SimpleNamespace(name="gf_double", points=2.0), r, 7, 30.0)
+    assert "truncated" in row["details"] and run.straddled(row), row["details"]

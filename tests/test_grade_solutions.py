@@ -5,6 +5,7 @@ too."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_grade import require_sandbox
+from tooling import full_but_for_noise
 
 ROOT = Path(__file__).resolve().parent.parent
 _PREDICTION = {"latency"}      # graded against the clock measured beside it (tests/labs: lesson00)
@@ -34,7 +36,8 @@ def test_every_solution_gets_full_points(tmp_path):
     env.pop("LABKIT_SPEED", None)                    # enforced, as when grading
     out = tmp_path / "grades.csv"
     proc = subprocess.run([sys.executable, "-m", "labkit", "grade", str(tmp_path / "subs"),
-                           "--out", str(out), "--no-progress", "--no-cache"],
+                           "--out", str(out), "--json", str(tmp_path / "grades.json"),
+                           "--no-progress", "--no-cache"],
                           capture_output=True, text=True, env=env, timeout=1500, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with open(out, newline="", encoding="utf-8") as f:
@@ -47,21 +50,12 @@ def test_every_solution_gets_full_points(tmp_path):
     known = [x for x in lost if x[1] in _MODEL and x[2] == "inconclusive"]
     for x in known:
         warnings.warn(f"not gradable under {os.environ.get('NUMBA_CPU_NAME')}: {x}")
-    noise = [x for x in lost if _full_but_for_noise(x[2], x[3])]
+    details = {(r["notebook"], e["exercise"]): e.get("details")
+               for r in json.loads((tmp_path / "grades.json").read_text())["submissions"]
+               for e in r["exercises"]}
+    noise = [x for x in lost if full_but_for_noise(x[2], details.get((x[0], x[1])))]
     for x in noise:
         warnings.warn(f"a busy run's interval cost a challenge its full tier: {x}")
     lost = [x for x in lost if x not in known and x not in noise]
     assert not lost, lost
 
-
-def _full_but_for_noise(verdict: str, message: str) -> bool:
-    """A challenge passed below full only because a busy run's position interval straddled the
-    full tier's boundary while the median position lay in the full tier (the check gives the
-    lower tier by design, "a quieter run may earn full"): a measurement outcome, not a slower
-    solution (tests/test_challenges.py reads the same from the check's details)."""
-    import re
-
-    from labkit.check.challenge import FULL_AT
-    m = re.search(r"position (-?[0-9.]+) on the log scale", message)
-    return (verdict == "passed" and m is not None and float(m.group(1)) >= FULL_AT
-            and "straddles the full" in message)

@@ -15,3 +15,15 @@ def load_tool(name: str) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def full_but_for_noise(verdict: str, details: dict | None) -> bool:
+    """A challenge below full points only because a busy run's position interval straddled the full
+    tier's boundary while its median position lay in the full tier (the check gives the lower
+    tier by design, "a quieter run may earn full"; the grader measures it once more and keeps
+    the better): a measurement outcome, like ``inconclusive``, not a slower solution. ``details``:
+    the check's, or a grade row's (``labkit grade --json``)."""
+    from labkit.check.challenge import FULL_AT
+    facts = (details or {}).get("challenge") or {}
+    return (verdict == "passed" and facts.get("straddles") is True
+            and float(facts.get("position", 0)) >= FULL_AT)

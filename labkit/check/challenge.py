@@ -27,7 +27,9 @@ rounds go on (up to :data:`MAX_ROUNDS`); one that still straddles gets the **low
 the message says so. ``inconclusive`` — never a guessed tier — when the machine is too busy to
 tell: labkit's kernel not at least :data:`MIN_SCALE` × faster than the start in the same rounds
 (the lower end of that ratio's interval), or the position's interval spanning two or more tier
-boundaries. The grader re-runs inconclusive checks alone after its batch.
+boundaries. The grader re-runs inconclusive checks alone after its batch, and once a challenge
+given the lower tier on a straddle, keeping the better of the two measurements
+(:func:`labkit.grade.run.straddled`).
 
 A passed challenge earns its tier's share of the points (:func:`labkit.check.framework.award`:
 ``CheckResult.points`` is fractional, the verdict ``passed``); below ¼ the verdict is
@@ -332,6 +334,8 @@ def _verdict(ch: Challenge, pl: Placement, facts: dict, enforce: bool) -> str:
         k = pl.tier
         award(1.0)
         said = "no tier" if k == 0 else f"tier {describe_tier(k, tiers)}"
+        if pl.decided and pl.straddles and k < len(tiers):   # three rounds: say how unsettled
+            said += f" (its interval reaches {describe_tier(k + 1, tiers)})"
         return (f"correct on {facts['cases']} hidden inputs; {where}: {said} on this run — "
                 f"speed reported only "
                 f"(LABKIT_SPEED=report); {_speed_words(pl)}{feedback}")

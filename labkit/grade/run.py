@@ -76,6 +76,11 @@ def _worker(settings: GradeSettings, seed_build: str | None = None):
     return SandboxWorker(spec, settings.exercise_modules, numba_seed=settings.numba_cache)
 
 
+#: A challenge's facts kept when a row's details are too long to keep whole.
+_CHALLENGE_KEPT = ("position", "position_low", "position_high", "tier", "straddles", "decided",
+                   "judged", "rounds")
+
+
 def _verdict_row(ex: ExerciseSpec, r: dict, seed: int, seconds: float) -> dict:
     passed = r.get("passed") is True
     try:
@@ -90,8 +95,12 @@ def _verdict_row(ex: ExerciseSpec, r: dict, seed: int, seconds: float) -> dict:
     stopped = details.get("stopped") if verdict == "error" else None
     text = json.dumps(details)
     if len(text) > 4 * MAX_MESSAGE:
+        facts = details.get("challenge")
         details = {"truncated": _short(text, 4 * MAX_MESSAGE),
-                   **({"stopped": stopped} if stopped else {})}
+                   **({"stopped": stopped} if stopped else {}),
+                   # what the re-measurement and the report read of a challenge (straddled())
+                   **({"challenge": {k: facts.get(k) for k in _CHALLENGE_KEPT}}
+                      if isinstance(facts, dict) else {})}
     extra = {}
     if stopped == "timeout":
         verdict = TIMED_OUT
@@ -213,30 +222,60 @@ UNDECIDED = ("inconclusive",)
 TIMED_OUT = "timed out"
 
 
+def straddled(e: dict) -> bool:
+    """A challenge row whose position interval still straddled the tier boundary above its median
+    at the last round (:mod:`labkit.check.challenge` then gives the lower tier): the points
+    below the next tier may be the machine's load, not the student's code."""
+    facts = (e.get("details") or {}).get("challenge")
+    return (isinstance(facts, dict) and facts.get("straddles") is True
+            and facts.get("judged") is not False and facts.get("decided") is not False
+            and float(e.get("points") or 0) < float(e.get("max_points") or 0))
+
+
 def _undecided(res: dict, shared: bool = False) -> list[str]:
     """The checks of a graded notebook to run again alone (a tampered one keeps its zeros):
-    undecided ones, and timed-out ones that never ran or (``shared``) ran beside other work."""
+    undecided ones, challenges whose tier was given while their interval straddled a boundary,
+    and timed-out ones that never ran or (``shared``) ran beside other work; each once."""
     if res.get("status") != "graded":
         return []
     return [e["exercise"] for e in res.get("exercises", ())
-            if e.get("verdict") in UNDECIDED or (e.get("verdict") == TIMED_OUT and not
-                                                 e.get("remeasured") and
-                                                 (shared or e.get("never_ran")))]
+            if e.get("verdict") in UNDECIDED
+            or (straddled(e) and not e.get("remeasured"))
+            or (e.get("verdict") == TIMED_OUT and not e.get("remeasured") and
+                (shared or e.get("never_ran")))]
 
 
 def _merge_remeasured(res: dict, again: dict, names) -> dict:
     """``res`` with the rows of ``again`` for the checks ``names`` (run once more) in place of its
     own; its other rows stand, and so does a row the second run did not judge (``not run`` after
-    a grader error, which lists every check)."""
+    a grader error, which lists every check). A straddling challenge keeps the **better** of its
+    two measurements: load only ever slows code down, so the faster run is the nearer to the
+    code's own speed — a second run that earns fewer points (or cannot decide) does not take
+    away the first one's."""
     new = {e["exercise"]: e for e in again.get("exercises", ()) if e.get("verdict") != "not run"}
     for i, e in enumerate(res["exercises"]):
         r = new.get(e["exercise"])
-        if r is not None and e["exercise"] in names:
-            r = dict(r, remeasured=True)
-            r["message"] = _short(f"{r['message']} (re-measured after the batch, alone on the "
-                                  f"machine: the first run was {e['verdict']})")
-            res["exercises"][i] = r
+        if r is None or e["exercise"] not in names:
+            continue
+        if straddled(e) and float(r.get("points") or 0) < float(e.get("points") or 0) or \
+                straddled(e) and r.get("verdict") in UNDECIDED + (TIMED_OUT, "error", "crashed"):
+            kept = dict(e, remeasured=True)
+            kept["message"] = _short(f"{e['message']} (measured again after the batch, alone on "
+                                     f"the machine: {r['verdict']}, {_pts(r)} — the better "
+                                     "measurement stands)")
+            res["exercises"][i] = kept
+            continue
+        r = dict(r, remeasured=True)
+        r["message"] = _short(f"{r['message']} (re-measured after the batch, alone on the "
+                              f"machine: the first run was {e['verdict']}"
+                              + (f", {_pts(e)}, its interval straddling a tier boundary"
+                                 if straddled(e) else "") + ")")
+        res["exercises"][i] = r
     return res
+
+
+def _pts(e: dict) -> str:
+    return f"{float(e.get('points') or 0):g} of {float(e.get('max_points') or 0):g} points"
 
 
 def _check_seed(settings: GradeSettings, sub: Submission, ex: ExerciseSpec) -> int | None:
