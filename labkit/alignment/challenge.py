@@ -9,9 +9,10 @@ point (:func:`align_challenge`, its source in the student copy) aligns one pair 
 int64. labkit's kernel is ``align``'s path from str on one thread with its int16 tiles
 (:func:`labkit_align`): letters to tiles of 64 pairs sorted by length, int16 lanes across pairs,
 four DP columns per sweep, shifted scores — the lab's technique done by labkit. ``align`` itself
-runs int8 differences where the scoring allows (``_int8``, about 1.3× faster): beyond the lab,
-and with it as the anchor the reference solution (the lab's technique, in plain numba) sat at
-0.70–0.73 of the scale, on the full tier's boundary, so a busy run cost it a tier.
+runs int8 differences where the scoring allows (``_int8``; faster than the int16 tiles on
+``labkit bench``'s equal pairs, less so on this challenge's ragged pairs from str): beyond the
+lab, and with it as the anchor the reference solution (the lab's technique, in plain numba) sat
+on the full tier's boundary, so a busy run cost it a tier.
 """
 from __future__ import annotations
 
