@@ -144,13 +144,19 @@ def _tile(s1T, s2T, lens1, lens2, mt, mm, go, ge, out):
                     out[k] = np.int32(H[lens1[k], k]) + np.int32(lens1[k] + j) * np.int32(ge)
 
 
+#: The flags the jitted callers pass: numpy bools, typed ``bool`` like the Python callers' (a
+#: literal ``True``/``False`` would make numba compile every kernel below once more for
+#: ``Literal[bool]``: each variant of the tile drivers costs seconds of a notebook's first run).
+_NO, _YES = np.bool_(False), np.bool_(True)
+
+
 @njit(cache=True)
 def _align_tile(raw1, sp1, raw2, sp2, order, letters, scoring, int8, start, stop, out):
     """Pairs order[start:stop] → one tile each side → scores into out[order[...]] (with
     ``int8`` the int8 difference kernel ``_int8._tile8``, else the shifted int16 ``_tile``);
     True if a symbol is bad (``_fill``; nothing written then)."""
-    L1 = 1
-    L2 = 1
+    L1 = np.int64(1)                               # not a literal 1: numba would compile
+    L2 = np.int64(1)                               # _fill for Literal[int](1) as well
     for k in range(start, stop):
         L1 = max(L1, sp1[order[k], 1])
         L2 = max(L2, sp2[order[k], 1])
@@ -227,9 +233,9 @@ def _align_codes(seqs1, seqs2, scoring, int8, parallel, out):
     raw1, sp1 = _code_spans(seqs1, np.full(n, seqs1.shape[1], np.int64))
     raw2, sp2 = _code_spans(seqs2, np.full(n, seqs2.shape[1], np.int64))
     if parallel:
-        return _align_spans_parallel(raw1, sp1, raw2, sp2, np.arange(n), False, scoring, int8,
+        return _align_spans_parallel(raw1, sp1, raw2, sp2, np.arange(n), _NO, scoring, int8,
                                      out)
-    return _align_spans_serial(raw1, sp1, raw2, sp2, np.arange(n), False, scoring, int8, out)
+    return _align_spans_serial(raw1, sp1, raw2, sp2, np.arange(n), _NO, scoring, int8, out)
 
 
 @njit(cache=True)
@@ -240,9 +246,9 @@ def _padded(seqs1, lens1, seqs2, lens2, scoring, int8, parallel):
     out = np.empty(seqs1.shape[0], np.int32)
     order = np.arange(seqs1.shape[0])
     if parallel:
-        _align_spans_parallel(raw1, sp1, raw2, sp2, order, False, scoring, int8, out)
+        _align_spans_parallel(raw1, sp1, raw2, sp2, order, _NO, scoring, int8, out)
     else:
-        _align_spans_serial(raw1, sp1, raw2, sp2, order, False, scoring, int8, out)
+        _align_spans_serial(raw1, sp1, raw2, sp2, order, _NO, scoring, int8, out)
     return out
 
 
@@ -250,13 +256,13 @@ def _padded(seqs1, lens1, seqs2, lens2, scoring, int8, parallel):
 def align_shifted_serial(seqs1, lens1, seqs2, lens2, scoring):
     """The shifted int16 kernel on padded codes (pairs × length uint8, lengths ≥ 1), one
     thread: tiles of ``TILE`` pairs. Assumes validated input within ``fits_shifted``."""
-    return _padded(seqs1, lens1, seqs2, lens2, scoring, False, False)
+    return _padded(seqs1, lens1, seqs2, lens2, scoring, _NO, _NO)
 
 
 @njit(cache=True)
 def align_shifted(seqs1, lens1, seqs2, lens2, scoring):
     """``align_shifted_serial`` with threads over tiles."""
-    return _padded(seqs1, lens1, seqs2, lens2, scoring, False, True)
+    return _padded(seqs1, lens1, seqs2, lens2, scoring, _NO, _YES)
 
 
 @njit(cache=True)
@@ -264,13 +270,13 @@ def align_int8_serial(seqs1, lens1, seqs2, lens2, scoring):
     """The int8 difference kernel (``_int8``) on padded codes, one thread: tiles of ``TILE``
     pairs, 64 lanes per 512-bit vector. Assumes validated input within ``fits_int8`` (any
     lengths: the differences do not grow)."""
-    return _padded(seqs1, lens1, seqs2, lens2, scoring, True, False)
+    return _padded(seqs1, lens1, seqs2, lens2, scoring, _YES, _NO)
 
 
 @njit(cache=True)
 def align_int8(seqs1, lens1, seqs2, lens2, scoring):
     """``align_int8_serial`` with threads over tiles."""
-    return _padded(seqs1, lens1, seqs2, lens2, scoring, True, True)
+    return _padded(seqs1, lens1, seqs2, lens2, scoring, _YES, _YES)
 
 
 # ---------------------------------------------------------------------------- what align runs

@@ -157,6 +157,7 @@ def _letters(seqs):
             raw = np.array(seqs, dtype=f"S{top}").view(np.uint8)
         except UnicodeEncodeError:
             return None
+        raw.flags.writeable = False      # read-only as frombuffer's below: one kernel signature
         spans[:, 0] = np.arange(0, n * top, top)
     else:
         raw = np.frombuffer("".join(seqs).encode("latin-1", errors="replace"), np.uint8)

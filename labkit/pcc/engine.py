@@ -182,7 +182,8 @@ def pcc_tiles_dynamic(Z, tile, kb, R, owner):
     m = (n + tile - 1) // tile
     T = m * (m + 1) // 2
     for J in prange(T):
-        _do_tile(Z, R, tile, m, J, kb)
+        # prange's index is unsigned: as int64, _do_tile is the other schedules' (one compile)
+        _do_tile(Z, R, tile, m, np.int64(J), kb)
         owner[J] = get_thread_id()
 
 

@@ -218,3 +218,40 @@ def test_alu_roof_chains_compute_independent_vector_chains(dtype):
     bits = "i16>" if dtype is np.int16 else "i8>"
     rep = lk_inspect.vector_report(kern, (got, x, 3))
     assert rep.vectorized and any("smax" in op and bits in op for op in rep.ir_vector_ops)
+
+
+_ONE_SIGNATURE = """
+import numpy as np
+from labkit import alignment as A
+from labkit.alignment import _tiles, engine
+g = np.random.default_rng(0)
+def r(n, L):
+    return ["".join(g.choice(list("ACGT"), L)) for _ in range(n)]
+# from str: near-equal lengths (one 2-D copy), one query, ragged (one joined buffer)
+for a, b in [(r(70, 40), r(70, 40)), (r(70, 40), r(1, 40) * 70), (r(35, 9) + r(35, 90), r(70, 40))]:
+    A.align(a, b)
+    A.align(a, b, threads=1)
+c = np.zeros((70, 40), np.uint8)
+n = np.full(70, 40, np.int64)
+for f in (engine.align_int8_serial, engine.align_int8, engine.align_shifted_serial,
+          engine.align_shifted):
+    f(c, n, c, n, A.Scoring())
+A.align(c, c)
+A.align(c, c, threads=1)
+for f in (engine._align_tile, engine._align_spans_serial, engine._align_spans_parallel,
+          engine._padded, _tiles._fill):
+    print(f.__name__, len(f.signatures), sum("Literal" in str(s) for s in f.signatures))
+"""
+
+
+@pytest.mark.full     # ≈ 20 s of compilation in an empty cache (a loaded caller hides its callees)
+def test_the_tile_drivers_compile_once_per_kind_of_input(tmp_path):
+    """Every path into the tiles (lists of str, one query, ragged, code arrays; int8 or int16;
+    threads or not) shares the drivers' signatures: one for read-only letters, one for codes —
+    no ``Literal[bool]`` variants (each would cost seconds of a notebook's first run)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _ONE_SIGNATURE], capture_output=True, text=True,
+                         check=True, env=env).stdout
+    counts = {name: (int(k), int(lit)) for name, k, lit in (ln.split() for ln in out.splitlines())}
+    assert counts == {"_align_tile": (2, 0), "_align_spans_serial": (2, 0),
+                      "_align_spans_parallel": (2, 0), "_padded": (1, 0), "_fill": (2, 0)}, out

@@ -101,7 +101,7 @@ def test_lanes16_and_pairs16_layout():
     assert not L[1, :, :, 5:].any()
     segs = np.array([[0, enc.case_words, 1], [enc.case_words, W, 0]])
     npad = enc.lanes.shape[0] * 8
-    pairs, none16 = _stages._pair_counts(enc.bits, enc.lanes, segs, npad)
+    pairs, none16 = _stages._pair_counts(enc.bits, enc.lanes, segs, npad, False)   # engine's call
     none, p16 = _stages._pair_counts(enc.bits, enc.lanes, segs, npad, True)
     assert none.shape[0] == 0 and none16.shape[0] == 0 and p16.dtype == np.float32
     P = p16.reshape(21, -1, 12, 16)
