@@ -277,6 +277,8 @@ def _tiered(share, straddles, verdict="passed"):
     (_tiered(0.5, False), 1.5, "the better measurement stands"),                # a busier one: kept
     (_tiered(0.0, False, "inconclusive"), 1.5, "inconclusive, 0 of 2 points"),  # cannot decide: kept
     (_tiered(0.75, True), 1.5, "first run was passed, 1.5 of 2 points, its interval straddling"),
+    # right on the first run's inputs only: the second run's verdict on the code stands
+    (dict(_tiered(0.0, False, "wrong"), message="out[3] differs"), 0.0, "out[3] differs"),
 ])
 def test_a_challenge_given_the_lower_tier_on_a_straddle_is_measured_again(course, monkeypatch,
                                                                            second, points, said):

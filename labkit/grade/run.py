@@ -222,6 +222,12 @@ UNDECIDED = ("inconclusive",)
 TIMED_OUT = "timed out"
 
 
+#: Verdicts that judge speed alone (the function was right on every input): between two
+#: measurements of a straddling challenge the better stands. Any other second verdict (``wrong``
+#: on the second run's fresh inputs, ``error``, ``timed out``, …) is the code's and stands.
+SPEED_OUTCOMES = ("passed", "not fast enough", "no change", "slower", "inconclusive")
+
+
 def straddled(e: dict) -> bool:
     """A challenge row whose position interval still straddled the tier boundary above its median
     at the last round (:mod:`labkit.check.challenge` then gives the lower tier): the points
@@ -250,15 +256,15 @@ def _merge_remeasured(res: dict, again: dict, names) -> dict:
     own; its other rows stand, and so does a row the second run did not judge (``not run`` after
     a grader error, which lists every check). A straddling challenge keeps the **better** of its
     two measurements: load only ever slows code down, so the faster run is the nearer to the
-    code's own speed — a second run that earns fewer points (or cannot decide) does not take
-    away the first one's."""
+    code's own speed — a second run that earns fewer points for its speed (or cannot decide)
+    does not take away the first one's; one that finds the code wrong or broken does."""
     new = {e["exercise"]: e for e in again.get("exercises", ()) if e.get("verdict") != "not run"}
     for i, e in enumerate(res["exercises"]):
         r = new.get(e["exercise"])
         if r is None or e["exercise"] not in names:
             continue
-        if straddled(e) and float(r.get("points") or 0) < float(e.get("points") or 0) or \
-                straddled(e) and r.get("verdict") in UNDECIDED + (TIMED_OUT, "error", "crashed"):
+        if straddled(e) and r.get("verdict") in SPEED_OUTCOMES and \
+                float(r.get("points") or 0) < float(e.get("points") or 0):
             kept = dict(e, remeasured=True)
             kept["message"] = _short(f"{e['message']} (measured again after the batch, alone on "
                                      f"the machine: {r['verdict']}, {_pts(r)} — the better "
