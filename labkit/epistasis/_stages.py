@@ -17,6 +17,11 @@ from ._intrinsics import (_and_store_v8, _derive3_v8, _lanes1, _lanes3, _lanes4,
                           _lanes9, _sub2_v8)
 from ._mi_rows import _chi_rows, _nlogn_rows, _taylor_rows
 
+#: Constants the jitted callers pass as numpy scalars, typed like the run-time values other
+#: callers pass: a literal ``0``/``3``/``False`` would make numba compile the stages (and the
+#: search that calls them) once more for ``Literal[int]`` / ``Literal[bool]``.
+_ZERO, _ONE, _THREE, _NO = np.int64(0), np.int64(1), np.int64(3), np.bool_(False)
+
 
 @njit(cache=True, inline="always")
 def _better(q, idx, k, order, tq, ti, pos):
@@ -148,7 +153,7 @@ def _last_stage(tables, toff, R, pc, idx, order, k_lo, k_hi, lanes, W, segs, cou
         nvec = (ke - kb + 7) // 8
         cstride = 8 * nvec
         # integer phase: AND + popcount, lanes = 8 consecutive last SNPs
-        _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, 0)
+        _count_rows(tables, toff, Rc, G, kb, ke, lanes, W, segs, counts, R, cstride, _ZERO)
         if pair:             # rows (2, g'): the pair (j, k) minus rows (0, g'), (1, g');
             # rows (r', 2): the parent's count minus rows (r', 0), (r', 1) — in one pass
             _derive3_v8(counts, R, cstride, pj, par, kb // 8, nvec)
@@ -326,7 +331,7 @@ def _pair_counts(bits3, lanes4, segs, npad, b16=False):
     for j in prange(n):
         tab = bits3[j].copy().ravel()
         rows = np.zeros(12 * npad, dtype=np.int64)
-        _parent_counts(tab, 0, 3, j + 1, n, lanes, W, segs, rows, npad)
+        _parent_counts(tab, _ZERO, _THREE, j + 1, n, lanes, W, segs, rows, npad)
         for b in range((j + 1) // 8, npad // 8):
             for q in range(12):
                 for t in range(8):

@@ -14,8 +14,8 @@ from labkit._common import use_threads
 from labkit.jit import njit
 
 from ._plan import _lanes16, _make_plan, _Plan, rank_snp_range
-from ._stages import (_build_level, _last_stage, _last_stage16, _pair_counts,
-                      _parent_counts)
+from ._stages import (_NO, _ONE, _THREE, _ZERO, _build_level, _last_stage, _last_stage16,
+                      _pair_counts, _parent_counts)
 from .inputs import _check_order
 
 @njit(cache=True, parallel=True)
@@ -78,17 +78,17 @@ def _search_kernel(bits3, lanes4, case_words, order, segs, tasks, ntasks, nlogn,
             i = tasks[wk, ti_]
             if order == 1:
                 if phases >= 2:
-                    _last_stage(tables, lvl_off[0], 1, pcs[0], idx, order, i, i + 1, lanes, W,
+                    _last_stage(tables, lvl_off[0], _ONE, pcs[0], idx, order, i, i + 1, lanes, W,
                                 segs, counts, batch, nlogn, inv_n, hy, tq, tm, ti, state, acc,
                                 phases, par, npad, pj)
                 continue
             idx[0] = i
-            _build_level(tables, pcs, lvl_off, 0, bits, W, case_words, i, False)
+            _build_level(tables, pcs, lvl_off, _ZERO, bits, W, case_words, i, _NO)
             if use_pairs:
                 par = pairs[i]
             elif order == 3 and phases >= 2 and not use16:
-                _parent_counts(tables, lvl_off[1], 3, i + 1, n_snps, lanes, W, segs, par, npad)
-            d = 1                      # prefix length; table of level d holds idx[:d]
+                _parent_counts(tables, lvl_off[1], _THREE, i + 1, n_snps, lanes, W, segs, par, npad)
+            d = _ONE                   # prefix length; table of level d holds idx[:d]
             nxt[1] = i + 1
             while d >= 1:
                 if d == order - 1:

@@ -5,6 +5,9 @@ MI tolerance: all kernels compute in float64; per-combination MI agrees with the
 1e-12 nats absolute (observed ~1e-16). Search ranks ties after rounding MI to 1e-11 nats.
 """
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -623,3 +626,31 @@ def test_search_compiles_and_agrees_without_avx512(tmp_path):
     inp = ep.make_inputs({"snps": 30, "individuals": 257, "order": 3}, seed=5)
     here = ep.search(inp.genotypes, inp.labels, order=3, top=5, threads=1, progress=False)
     assert json.loads(out.stdout) == [[list(map(int, c)), round(float(m), 12)] for c, m in here]
+
+
+_ONE_SIGNATURE = """
+import numpy as np
+from labkit import epistasis as E
+from labkit.epistasis import _stages
+g = np.random.default_rng(0)
+G = g.integers(0, 3, (300, 40)).astype(np.uint8)
+y = g.integers(0, 2, 300).astype(np.uint8)
+for order in (1, 2, 3, 4):
+    E.search(G, y, order=order, top=3, threads=1, progress=False)
+for f in (_stages._build_level, _stages._count_rows, _stages._parent_counts,
+          _stages._last_stage):
+    print(f.__name__, len(f.signatures), sum("Literal" in str(s) for s in f.signatures))
+"""
+
+
+@pytest.mark.full     # ≈ 15 s of compilation in an empty cache (a loaded caller hides its callees)
+def test_the_search_stages_compile_once(tmp_path):
+    """The depth-first search calls each stage with run-time values and with constants (order 1's
+    one row, level 0, the pair tables' 3 rows): one signature each — no ``Literal[int]``
+    variants, each a second compile of a stage inside the search's first call."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _ONE_SIGNATURE], capture_output=True, text=True,
+                         check=True, env=env).stdout
+    counts = {name: (int(k), int(lit)) for name, k, lit in (ln.split() for ln in out.splitlines())}
+    assert counts == {"_build_level": (1, 0), "_count_rows": (1, 0), "_parent_counts": (1, 0),
+                      "_last_stage": (1, 0)}, out
