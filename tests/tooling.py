@@ -27,3 +27,16 @@ def full_but_for_noise(verdict: str, details: dict | None) -> bool:
     facts = (details or {}).get("challenge") or {}
     return (verdict == "passed" and facts.get("straddles") is True
             and float(facts.get("position", 0)) >= FULL_AT)
+
+
+def compiled_signatures(script: str, cache_dir) -> dict[str, tuple[int, int]]:
+    """Run ``script`` in a fresh Python with numba's cache in ``cache_dir`` (empty: a caller
+    loaded from a cache would hide its callees' signatures); the script prints one line per
+    kernel, ``name signatures literal_signatures``. Returns {name: (signatures, literal ones)}."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env=env).stdout
+    return {name: (int(k), int(lit)) for name, k, lit in (ln.split() for ln in out.splitlines())}

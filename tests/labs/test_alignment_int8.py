@@ -14,6 +14,7 @@ import pytest
 from labkit import alignment as A
 from labkit.alignment import _int8, engine
 from labkit.alignment.reference import _gotoh_loops
+from tests.tooling import compiled_signatures
 
 SC = A.Scoring()
 #: at the int8 bound (highest or lowest value exactly 127 / −128) and one step beyond it
@@ -249,9 +250,6 @@ def test_the_tile_drivers_compile_once_per_kind_of_input(tmp_path):
     """Every path into the tiles (lists of str, one query, ragged, code arrays; int8 or int16;
     threads or not) shares the drivers' signatures: one for read-only letters, one for codes —
     no ``Literal[bool]`` variants (each would cost seconds of a notebook's first run)."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", _ONE_SIGNATURE], capture_output=True, text=True,
-                         check=True, env=env).stdout
-    counts = {name: (int(k), int(lit)) for name, k, lit in (ln.split() for ln in out.splitlines())}
+    counts = compiled_signatures(_ONE_SIGNATURE, tmp_path)
     assert counts == {"_align_tile": (2, 0), "_align_spans_serial": (2, 0),
-                      "_align_spans_parallel": (2, 0), "_padded": (1, 0), "_fill": (2, 0)}, out
+                      "_align_spans_parallel": (2, 0), "_padded": (1, 0), "_fill": (2, 0)}, counts

@@ -5,9 +5,6 @@ MI tolerance: all kernels compute in float64; per-combination MI agrees with the
 1e-12 nats absolute (observed ~1e-16). Search ranks ties after rounding MI to 1e-11 nats.
 """
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +12,7 @@ from numba import njit
 
 from labkit import epistasis as ep
 from labkit.epistasis import checks as _checks  # noqa: F401 - registers check.popcount, …
+from tests.tooling import compiled_signatures
 
 POPCOUNTS = [ep.popcount_table, ep.popcount_nibble, ep.popcount_lut_register, ep.popcount_mula,
              ep.popcount_hw_scalar, ep.popcount_hw]
@@ -648,9 +646,6 @@ def test_the_search_stages_compile_once(tmp_path):
     """The depth-first search calls each stage with run-time values and with constants (order 1's
     one row, level 0, the pair tables' 3 rows): one signature each — no ``Literal[int]``
     variants, each a second compile of a stage inside the search's first call."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", _ONE_SIGNATURE], capture_output=True, text=True,
-                         check=True, env=env).stdout
-    counts = {name: (int(k), int(lit)) for name, k, lit in (ln.split() for ln in out.splitlines())}
+    counts = compiled_signatures(_ONE_SIGNATURE, tmp_path)
     assert counts == {"_build_level": (1, 0), "_count_rows": (1, 0), "_parent_counts": (1, 0),
-                      "_last_stage": (1, 0)}, out
+                      "_last_stage": (1, 0)}, counts
