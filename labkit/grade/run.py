@@ -263,7 +263,8 @@ def _merge_remeasured(res: dict, again: dict, names) -> dict:
         r = new.get(e["exercise"])
         if r is None or e["exercise"] not in names:
             continue
-        if straddled(e) and r.get("verdict") in SPEED_OUTCOMES and \
+        was = straddled(e)
+        if was and r.get("verdict") in SPEED_OUTCOMES and \
                 float(r.get("points") or 0) < float(e.get("points") or 0):
             kept = dict(e, remeasured=True)
             kept["message"] = _short(f"{e['message']} (measured again after the batch, alone on "
@@ -275,7 +276,7 @@ def _merge_remeasured(res: dict, again: dict, names) -> dict:
         r["message"] = _short(f"{r['message']} (re-measured after the batch, alone on the "
                               f"machine: the first run was {e['verdict']}"
                               + (f", {_pts(e)}, its interval straddling a tier boundary"
-                                 if straddled(e) else "") + ")")
+                                 if was else "") + ")")
         res["exercises"][i] = r
     return res
 
