@@ -162,6 +162,10 @@ def test_empty_sequences_still_refused():
         A.align(["", "A"], ["A", "C"])
 
 
+@pytest.mark.full     # ≈ 17 s of compilation in an empty cache; the default tier proves the kernel on
+                      # the host (test_int8_kernel_equals_int16_and_the_oracle), make test-hosts runs
+                      # that test and test_int8_sweep_runs_on_int8_vectors natively as haswell and
+                      # icelake-server (tools/hosts/tests-x86.txt): 256-bit int8 code
 def test_int8_same_scores_at_256_bit_vectors():
     """``LABKIT_VECTOR_BITS=256`` (what an AVX2 or 128/256-bit host compiles): the same scores."""
     inp = _batch(100, 33, 70, vary=True, seed=6)
