@@ -67,3 +67,66 @@ def test_stale_indexes_are_not_saved_and_only_two_keys_are_kept(tmp_path):
         os.utime(store / f"old{n}", (1e9 - age, 1e9 - age))
     assert "1 kernel indexes" in keep.save(store, pkg)
     assert sorted(d.name for d in store.iterdir()) == sorted([keep.key(pkg), "old1"])
+
+
+LAB_RUN = ("import sys; sys.path.insert(0, {root!r}); from kpkg.{lab} import mod; "
+           "print(mod.twice(21), len(mod.twice.stats.cache_hits))")
+
+
+def _labs_package(root: Path) -> Path:
+    """kpkg with two lab packages (lab1, lab2) and a shared module beside them."""
+    for lab in ("lab1", "lab2"):
+        (root / "kpkg" / lab).mkdir(parents=True)
+        (root / "kpkg" / lab / "__init__.py").write_text("")
+        (root / "kpkg" / lab / "mod.py").write_text(KERNEL)
+    (root / "kpkg" / "__init__.py").write_text("")
+    (root / "kpkg" / "shared.py").write_text("SHARED = 1\n")
+    return root / "kpkg"
+
+
+def _run_lab(root: Path, lab: str) -> tuple[str, int]:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    out = subprocess.run([sys.executable, "-c", LAB_RUN.format(root=str(root), lab=lab)],
+                         env=env, capture_output=True, text=True, timeout=120,
+                         check=True).stdout.split()
+    return out[0], int(out[1])
+
+
+def test_a_change_to_one_lab_keeps_the_other_labs_kernels(tmp_path):
+    """Each lab's kernels under the lab's own key (labkit warm's rule): a clone that changed lab1
+    restores lab2's kernel and compiles only lab1's; a change outside the labs changes every key."""
+    keep = load_tool("numba_keep")
+    labs = ("lab1", "lab2")
+    store = tmp_path / "store"
+    first = _labs_package(tmp_path / "a")
+    assert _run_lab(tmp_path / "a", "lab1") == ("42", 0)
+    assert _run_lab(tmp_path / "a", "lab2") == ("42", 0)
+    assert "2 kernel indexes" in keep.save(store, first, labs)
+    ks = keep.keys(first, labs)
+    assert len(set(ks.values())) == 3
+    assert sorted(d.name for d in store.iterdir()) == sorted([ks["lab1"], ks["lab2"]])
+    assert (store / ks["lab2"] / keep.UNIT).read_text() == "lab2"
+
+    second = _labs_package(tmp_path / "b")                   # lab1 edited in this clone
+    (second / "lab1" / "mod.py").write_text(KERNEL.replace("2 * x", "(x + x)"))
+    got = keep.keys(second, labs)
+    assert got["lab2"] == ks["lab2"] and got["lab1"] != ks["lab1"] and got[""] == ks[""]
+    msg = keep.restore(store, second, labs)
+    assert "1 kernel indexes restored" in msg and "none kept for lab1" in msg, msg
+    assert _run_lab(tmp_path / "b", "lab2") == ("42", 1)     # loaded
+    assert _run_lab(tmp_path / "b", "lab1") == ("42", 0)     # compiled afresh
+
+    third = _labs_package(tmp_path / "c")                    # shared code edited: every key
+    (third / "shared.py").write_text("SHARED = 2\n")
+    assert not set(keep.keys(third, labs).values()) & set(ks.values())
+    assert "none kept for this labkit" in keep.restore(store, third, labs)
+    assert not list(third.rglob("*.nbi"))
+
+
+def test_labkits_labs_are_warms_labs_and_their_keys_differ():
+    keep = load_tool("numba_keep")
+    from labkit import warm
+    assert keep.labs_of() == tuple(warm._labs()) and keep.labs_of(Path("/nonexistent")) == ()
+    ks = keep.keys()
+    assert set(ks) == {"", *warm._labs()} and len(set(ks.values())) == len(ks)
+    assert keep.key() == ks[""]
