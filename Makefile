@@ -46,7 +46,8 @@ warm: install
 # "Test tiers" has the times measured); make test-full: one per core (its browser runs of the
 # five solutions keep their time limits). WORKERS=0 runs in one process.
 # numba's cache of labkit's kernels is kept between runs, across clones of the same labkit
-# (tools/numba_keep.py: restored before, saved after, keyed by labkit's files, numba and the CPU)
+# (tools/numba_keep.py: restored before, saved after; each lab keyed by its files and the shared
+# ones, as labkit warm keys it, with numba and the CPU: a change to one lab compiles only that lab)
 CORES := $(shell $(PY) -c "import os; print(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 2)")
 WORKERS ?= $(shell $(PY) -c "print(min($(CORES) + 1, 6))")
 FULL_WORKERS ?= $(CORES)
