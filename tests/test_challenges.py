@@ -75,6 +75,20 @@ def test_place_is_undecided_when_labkit_is_not_clearly_faster_than_the_start():
     assert not pl.decided
 
 
+def test_the_noise_rule_excuses_only_an_interval_that_reaches_the_full_tier():
+    """tooling.full_but_for_noise, the real-timing tests' rule: a straddle of the full tier's
+    boundary is the machine's (the check gives the lower tier by design); an interval wholly
+    below it, a straddle of a lower boundary or a failed verdict is not."""
+    def d(straddles, p, high):
+        return {"challenge": {"straddles": straddles, "position": p, "position_high": high}}
+    assert full_but_for_noise("passed", d(True, 0.69, 0.72))
+    assert full_but_for_noise("passed", d(True, 0.71, 0.78))
+    assert not full_but_for_noise("passed", d(True, 0.5, 0.6))         # the ½/¾ boundary
+    assert not full_but_for_noise("passed", d(False, 0.62, 0.68))       # decidedly ¾
+    assert not full_but_for_noise("wrong", d(True, 0.69, 0.72))
+    assert not full_but_for_noise("passed", None)
+
+
 # ------------------------------------------------------------------ a fake challenge
 #: The virtual clock: the start costs 32 units, labkit's kernel 1, the student 32^(1 - p)
 #: times a deterministic factor exp(spread · sin(2.39996 ⌊k/2⌋)) for its k-th call (the golden

@@ -18,15 +18,18 @@ def load_tool(name: str) -> ModuleType:
 
 
 def full_but_for_noise(verdict: str, details: dict | None) -> bool:
-    """A challenge below full points only because a busy run's position interval straddled the full
-    tier's boundary while its median position lay in the full tier (the check gives the lower
-    tier by design, "a quieter run may earn full"; the grader measures it once more and keeps
-    the better): a measurement outcome, like ``inconclusive``, not a slower solution. ``details``:
-    the check's, or a grade row's (``labkit grade --json``)."""
+    """A challenge below full points only because a busy run's position interval straddled the
+    full tier's boundary (its upper end in the full tier): the check gives the lower tier by
+    design ("a quieter run may earn full"), and the grader measures it once more and keeps the
+    better — a measurement outcome, like ``inconclusive``, not a slower solution. A solution
+    whose whole interval lies below the full tier is decidedly slower and is not excused.
+    ``details``: the check's, or a grade row's (``labkit grade --json``). (Lab 01's reference
+    solution sits on that boundary: its median read 0.70–0.77 on a busy Zen 5 host, CI's
+    ``test_grade_solutions`` once 0.70 after the re-measurement.)"""
     from labkit.check.challenge import FULL_AT
     facts = (details or {}).get("challenge") or {}
     return (verdict == "passed" and facts.get("straddles") is True
-            and float(facts.get("position", 0)) >= FULL_AT)
+            and float(facts.get("position_high", 0)) >= FULL_AT)
 
 
 def compiled_signatures(script: str, cache_dir) -> dict[str, tuple[int, int]]:
