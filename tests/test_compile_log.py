@@ -18,6 +18,8 @@ def test_every_compilation_is_logged_without_importing_numba_early(tmp_path):
     code = ("import sys\n"
             "assert 'numba' not in sys.modules\n"
             "from numba import njit\n"
+            "import json\n"
+            "json.dumps = lambda *a, **k: '{\"passed\": true}'\n"   # as a fake student does
             "@njit\n"
             "def inner(x):\n    return x + 1\n"
             "@njit\n"
@@ -39,6 +41,14 @@ def test_every_compilation_is_logged_without_importing_numba_early(tmp_path):
     log.unlink()
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
     assert not log.exists()
+
+
+def test_load_skips_lines_that_are_not_compilations(tmp_path):
+    good = {"pid": 1, "argv": "-c", "test": "", "name": "m.f", "args": "()", "start": 0.0,
+            "wall": 0.1, "cpu": 0.1, "self_cpu": 0.1}
+    log = tmp_path / "c.jsonl"
+    log.write_text(json.dumps(good) + '\n{"passed": true}\n[1]\n{"pid": 2, "na')
+    assert compile_report.load(str(log)) == [good]
 
 
 def test_report_splits_repeats_into_overlapping_and_later():

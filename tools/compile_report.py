@@ -27,14 +27,19 @@ def kind(name: str) -> str:
     return "cells"
 
 
+_KEYS = {"pid", "argv", "test", "name", "args", "start", "wall", "cpu", "self_cpu"}
+
+
 def load(path: str) -> list[dict]:
     rows = []
     with open(path) as fh:
         for line in fh:
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except ValueError:
                 continue                        # a line cut short by a killed process
+            if isinstance(row, dict) and _KEYS <= row.keys():
+                rows.append(row)
     return rows
 
 

@@ -24,6 +24,7 @@ def _register(event) -> None:
     import time
 
     local = threading.local()
+    dumps = json.dumps          # bound now: code that runs later may replace json.dumps
 
     class _Listener(event.Listener):
         def on_start(self, ev):
@@ -50,7 +51,7 @@ def _register(event) -> None:
                    "self_cpu": round(cpu - nested, 4)}
             try:
                 with open(_LOG, "a") as fh:      # one short append per line: no interleaving
-                    fh.write(json.dumps(rec) + "\n")
+                    fh.write(dumps(rec) + "\n")
             except OSError:
                 pass
 
