@@ -193,10 +193,7 @@ def restore(store: Path, package: Path = PACKAGE, labs: tuple[str, ...] | None =
     for unit in found:
         src_root = store / ks[unit]
         for out in src_root.rglob("*.nbi"):
-            rel = out.relative_to(src_root)
-            if _unit(rel, labs) != unit:       # only what this key keys
-                continue
-            idx = package / rel
+            idx = package / out.relative_to(src_root)
             if idx.exists():               # this checkout has its own: never overwritten
                 skipped += 1
                 continue
