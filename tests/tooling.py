@@ -24,8 +24,8 @@ def full_but_for_noise(verdict: str, details: dict | None) -> bool:
     better — a measurement outcome, like ``inconclusive``, not a slower solution. A solution
     whose whole interval lies below the full tier is decidedly slower and is not excused.
     ``details``: the check's, or a grade row's (``labkit grade --json``). (Lab 01's reference
-    solution sits on that boundary: its median read 0.70–0.77 on a busy Zen 5 host, CI's
-    ``test_grade_solutions`` once 0.70 after the re-measurement.)"""
+    solution sat on that boundary on a Zen 5 host, 0.65–0.77, until its lane loop's arrays became
+    ``noalias``: ≈ 0.89 there since.)"""
     from labkit.check.challenge import FULL_AT
     facts = (details or {}).get("challenge") or {}
     return (verdict == "passed" and facts.get("straddles") is True

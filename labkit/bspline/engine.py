@@ -210,9 +210,10 @@ def _batch_canonical(tcoefs, n, idx, pref, chunk, value, grad, hess, buf, stream
         q = numba.get_thread_id()
         if nb == Nb:
             # a whole tile: its own inlined copy, whose loops run to the array's shape — with
-            # the trip count from min() above, the vectorised last-plane loop of stream=2 ran
-            # well below the kernel's speed (LLVM's loop versioning; measured: docs/bspline.md,
-            # 'Session 7')
+            # the trip count from min() above every write mode's vector loops run below the
+            # kernel's speed (LLVM's loop versioning; the non-temporal write's last plane the
+            # most, the grouped and scalar writes 1.25–2.1× slower: docs/bspline.md (9) and
+            # 'Compile time of the fused kernel')
             _range_canonical(tcoefs, m, 0, tcoefs.shape[4], idx, pref, p, buf, q, lo, value,
                              grad, hess, stream, gbuf)
         else:
