@@ -210,10 +210,10 @@ hints.define(
     "the letters into (length, 64) arrays — one pair per lane, zero-padded — and run the DP "
     "with the loop over the 64 lanes innermost, every value and constant np.int16; read each "
     "pair's score at its own (len1, len2) cell. Several DP columns per sweep save loads and "
-    "stores (section 8). Then read the IR (`vector.memcheck`): LLVM checks before every row "
-    "that the arrays the lane loop writes do not overlap; numba marks them `noalias` (no checks)"
-    " for the arrays of a `prange` body that makes no view of them (`parallel=True`; one thread"
-    " runs it here).",
+    "stores (section 8). Then read the IR (its vector.memcheck blocks): LLVM checks before "
+    "every row that the arrays the lane loop writes do not overlap; numba marks them noalias (no"
+    " checks) for the arrays of a prange body that makes no view of them (parallel=True; one "
+    "thread runs it here).",
     "for t in range(0, n, 64): A = np.zeros((L1, 64), np.uint8); B = np.zeros((L2, 64), "
     "np.uint8) (pair k's letters down column k); for j in range(L2): for i in range(1, L1 + 1):"
     " for k in range(64): e = max(E[i, k] + ge, H[i, k] + go); f = max(F[k] + ge, H[i - 1, k] +"
