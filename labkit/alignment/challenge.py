@@ -210,7 +210,7 @@ hints.define(
     "the letters into (length, 64) arrays — one pair per lane, zero-padded — and run the DP "
     "with the loop over the 64 lanes innermost, every value and constant np.int16; read each "
     "pair's score at its own (len1, len2) cell. Several DP columns per sweep save loads and "
-    "stores (section 8). Then read the IR (its vector.memcheck blocks): LLVM checks before "
+    "stores (section 8). Then read the IR (its found.conflict comparisons): LLVM checks before "
     "every row that the arrays the lane loop writes do not overlap; numba marks them noalias (no"
     " checks) for the arrays of a prange body that makes no view of them (parallel=True; one "
     "thread runs it here).",
@@ -304,11 +304,12 @@ def codes(seqs):
     return out, start
 
 
-# parallel=True for one reason: LLVM cannot know that the twelve rows the lane loop writes
-# never overlap, so it checks every pair of them before each row (`vector.memcheck` in the IR):
-# 2.7× slower. numba tells it (marks the arrays `noalias`) for the arrays of a prange body that
-# makes no view of them: every access element-wise, the sweeps inlined, a uint8 `ends` (a bool
-# read counts as a view). The check runs one thread, so the prange runs serially.
+# parallel=True for one reason: LLVM cannot know that the ten rows the lane loop writes never
+# overlap each other or the five it reads, so it checks every such pair before each row
+# (`found.conflict` in the IR): 2.7× slower. numba tells it (marks the arrays `noalias`) for
+# the arrays of a prange body that makes no view of them: every access element-wise, the sweeps
+# inlined, a uint8 `ends` (a bool read counts as a view). The check runs one thread, so the
+# prange runs serially.
 @njit(parallel=True)
 def align_challenge(seqs1, seqs2):
     """Scores of seqs1[p] x seqs2[p]: pairs sorted by length, 64 per tile, int16 lanes."""
